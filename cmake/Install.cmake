@@ -1,0 +1,1 @@
+# Installation: filled in with the library targets (see src/CMakeLists.txt).
