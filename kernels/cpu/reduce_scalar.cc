@@ -1,0 +1,26 @@
+// The portable variant: the loops of reduce_loops.h with the portable conversion loops, compiled
+// without ISA flags (on x86-64 the compiler still vectorises with the SSE2 baseline).
+#include "kernels/cpu/reduce_loops.h"
+
+namespace braid::kernels::cpu {
+namespace {
+
+struct PortableConversions {
+  template <int D>
+  static void decode(const typename ElementType<D>::Storage* src, float* dst, std::size_t n) {
+    decodeLoop<PortableConversions, D>(src, dst, n);
+  }
+  template <int D>
+  static void encode(const float* src, typename ElementType<D>::Storage* dst, std::size_t n) {
+    encodeLoop<PortableConversions, D>(src, dst, n);
+  }
+};
+
+}  // namespace
+
+void reduceScalar(const ReduceOp& op, void* out0, void* out1, const void* acc, const void* local,
+                  std::size_t count, unsigned flags) {
+  reduceAll<PortableConversions>(op, out0, out1, acc, local, count, flags);
+}
+
+}  // namespace braid::kernels::cpu
