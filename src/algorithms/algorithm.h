@@ -1,0 +1,42 @@
+// Collective arguments as the algorithms see them, and the algorithm interface: an algorithm
+// says whether it supports a call and runs it; the selector tries them in order of preference.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/reduce.h"
+#include "nccl.h"
+
+namespace braid {
+
+enum class CollType { kAllReduce };
+const char* collName(CollType c);
+
+struct CollArgs {
+  CollType coll = CollType::kAllReduce;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  size_t count = 0;  ///< elements (per rank, as in the NCCL call)
+  size_t elemSize = 0;
+  kernels::ReduceOp op;  ///< resolved op (avg/premulsum already folded in)
+  int root = 0;
+  uint32_t tag = 0;  ///< fingerprint every slot of this operation carries
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+  virtual const char* name() const = 0;
+  virtual bool supports(const CollArgs& args, const ncclComm& comm) const = 0;
+  virtual ncclResult_t run(const CollArgs& args, ncclComm& comm) const = 0;
+};
+
+/// Picks the algorithm for `args` (NCCL_ALGO first, else the size/rank rule) and runs it.
+ncclResult_t runCollective(ncclComm& comm, CollArgs& args);
+
+/// The registered algorithms of a collective, in default preference order.
+const std::vector<const Algorithm*>& algorithmsFor(CollType coll);
+
+}  // namespace braid

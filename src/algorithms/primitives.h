@@ -1,0 +1,55 @@
+// The transport primitives every algorithm is written in (NCCL's vocabulary). A Primitives
+// object binds one operation to the FIFOs it receives from and sends to; each call moves one step
+// of at most maxElems() elements, reducing straight out of received slots into the send slots.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "algorithms/algorithm.h"
+#include "core/comm.h"
+
+namespace braid {
+
+class Primitives {
+ public:
+  /// recvPeers/sendPeers: ranks whose connections this step pattern uses (-1 entries skipped).
+  Primitives(ncclComm& comm, const CollArgs& args, std::span<const int> recvPeers,
+             std::span<const int> sendPeers);
+
+  /// Largest element count one step can carry.
+  size_t maxElems() const { return maxElems_; }
+
+  /// Sends this rank's contribution (pre-op applied for reductions).
+  ncclResult_t send(const void* src, size_t n);
+  /// Sends src unchanged (already final data).
+  ncclResult_t copySend(const void* src, size_t n);
+  /// Receives into dst.
+  ncclResult_t recv(void* dst, size_t n);
+  /// Reduces received data with the local contribution and sends the partial result on.
+  ncclResult_t recvReduceSend(const void* src, size_t n);
+  /// Reduces received data with the local contribution into dst (post-op applied: final value)
+  /// and sends the result on (if this pattern has send peers).
+  ncclResult_t recvReduceCopySend(const void* src, void* dst, size_t n);
+  /// Receives final data into dst and forwards it.
+  ncclResult_t recvCopySend(void* dst, size_t n);
+
+ private:
+  ncclResult_t acquireSends(size_t n);
+  ncclResult_t waitRecvs(size_t n);
+  void postSends(size_t n);
+  void releaseRecvs();
+
+  ncclComm& comm_;
+  const CollArgs& args_;
+  FifoReceiver* recv_[2] = {};
+  FifoSender* send_[2] = {};
+  int recvPeer_[2] = {-1, -1};
+  int nrecv_ = 0;
+  int nsend_ = 0;
+  void* sendSlot_[2] = {};
+  const void* recvSlot_[2] = {};
+  size_t maxElems_ = 0;
+};
+
+}  // namespace braid

@@ -1,0 +1,12 @@
+// Algorithm registration: one line per algorithm in registry.cc.
+#pragma once
+
+#include "algorithms/algorithm.h"
+
+namespace braid {
+
+const Algorithm* selfCollective();
+const Algorithm* ringAllReduce();
+const Algorithm* treeAllReduce();
+
+}  // namespace braid

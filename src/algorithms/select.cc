@@ -1,0 +1,102 @@
+// Algorithm choice per call. NCCL_ALGO forces (a list such as "Tree", "ring,tree", "^tree", or
+// the per-collective form "allreduce:tree;broadcast:ring"); otherwise a rule on size and rank
+// count: the double binary tree for small messages at 3+ ranks (log n latency), the ring for
+// the rest (bandwidth-optimal). An algorithm that does not support a call hands over to the next.
+#include <strings.h>
+
+#include <sstream>
+#include <string>
+
+#include "algorithms/algorithm.h"
+#include "core/comm.h"
+#include "util/log.h"
+#include "util/status.h"
+
+namespace braid {
+namespace {
+
+constexpr size_t kTreeMaxBytes = 64 * 1024;
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(tolower(c));
+  return s;
+}
+
+// The algorithm list NCCL_ALGO gives for this collective ("" = no constraint).
+std::string algoSpecFor(const std::string& env, CollType coll) {
+  if (env.find(':') == std::string::npos) return lower(env);
+  std::stringstream ss(env);
+  for (std::string part; std::getline(ss, part, ';');) {
+    size_t colon = part.find(':');
+    if (colon == std::string::npos) continue;
+    if (lower(part.substr(0, colon)) == lower(collName(coll))) return lower(part.substr(colon + 1));
+  }
+  return "";
+}
+
+bool allowedBySpec(const std::string& spec, const char* name) {
+  if (spec.empty()) return true;
+  bool exclude = spec[0] == '^';
+  std::stringstream ss(exclude ? spec.substr(1) : spec);
+  bool listed = false;
+  for (std::string tok; std::getline(ss, tok, ',');)
+    if (lower(tok) == lower(name)) listed = true;
+  return exclude ? !listed : listed;
+}
+
+uint32_t fingerprint(const ncclComm& comm, const CollArgs& a) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t v) {
+    for (int i = 0; i < 8; i++) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
+  };
+  mix(comm.opCount);
+  mix(static_cast<uint64_t>(a.coll));
+  mix(a.count);
+  mix(static_cast<uint64_t>(a.op.dtype));
+  mix(static_cast<uint64_t>(a.op.op) | (uint64_t(a.op.preMul) << 8) |
+      (uint64_t(a.op.postDiv) << 16));
+  mix(static_cast<uint64_t>(a.root));
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
+}  // namespace
+
+ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
+  comm.opCount++;
+  args.tag = fingerprint(comm, args);
+  const auto& algos = algorithmsFor(args.coll);
+  std::string spec = algoSpecFor(comm.config.algo, args.coll);
+  const Algorithm* chosen = nullptr;
+  size_t bytes = args.count * args.elemSize;
+  // The rule's first choice, then everything else in registry order.
+  const char* preferred = comm.nranks > 2 && bytes <= kTreeMaxBytes ? "Tree" : "Ring";
+  for (int pass = 0; pass < 2 && !chosen; pass++) {
+    for (const Algorithm* a : algos) {
+      if (pass == 0 && strcasecmp(a->name(), preferred) != 0 && strcasecmp(a->name(), "Self") != 0)
+        continue;
+      if (!allowedBySpec(spec, a->name()) && strcasecmp(a->name(), "Self") != 0) continue;
+      if (a->supports(args, comm)) {
+        chosen = a;
+        break;
+      }
+    }
+  }
+  if (!chosen)
+    return fail(ncclInvalidUsage, "NCCL_ALGO=%s leaves no algorithm for %s on %d ranks",
+                comm.config.algo.c_str(), collName(args.coll), comm.nranks);
+  BRAID_INFO(kSubsysColl,
+             "%s: opCount %llu sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p "
+             "[nranks=%d] algorithm %s",
+             collName(args.coll), static_cast<unsigned long long>(comm.opCount), args.sendbuff,
+             args.recvbuff, args.count, args.op.dtype, static_cast<int>(args.op.op), args.root,
+             static_cast<void*>(&comm), comm.nranks, chosen->name());
+  ncclResult_t r = chosen->run(args, comm);
+  if (r != ncclSuccess) {
+    addContext(r, "rank %d: %s #%llu (%s)", comm.rank, collName(args.coll),
+               static_cast<unsigned long long>(comm.opCount), chosen->name());
+    commSetError(&comm, r, lastError());
+  }
+  return r;
+}
+
+}  // namespace braid

@@ -1,0 +1,57 @@
+// The C API boundary: exported names (ncclX as a weak alias of pncclX, as NVIDIA's library does,
+// so profilers can interpose), the exception guard, and the argument checks shared by entries.
+#pragma once
+
+#include <exception>
+#include <new>
+
+#include "core/comm.h"
+#include "nccl.h"
+#include "util/status.h"
+
+#define BRAID_EXPORT __attribute__((visibility("default")))
+
+/// Defines p<func> and exports <func> as its weak alias.
+#define NCCL_API(ret, func, ...)                                                         \
+  extern "C" BRAID_EXPORT ret func(__VA_ARGS__) __attribute__((weak, alias("p" #func))); \
+  extern "C" BRAID_EXPORT ret p##func(__VA_ARGS__)
+
+namespace braid {
+
+/// Runs an API body; no exception crosses the C boundary.
+template <class Body>
+ncclResult_t apiGuard(const char* fn, Body&& body) noexcept {
+  try {
+    ncclResult_t r = body();
+    if (r != ncclSuccess && r != ncclInProgress) addContext(r, "%s", fn);
+    return r;
+  } catch (const std::bad_alloc&) {
+    return fail(ncclSystemError, "%s: out of memory", fn);
+  } catch (const std::exception& e) {
+    return fail(ncclInternalError, "%s: unexpected exception: %s", fn, e.what());
+  } catch (...) {
+    return fail(ncclInternalError, "%s: unexpected exception", fn);
+  }
+}
+
+/// `comm` must be a live, initialised communicator that has not failed.
+ncclResult_t checkComm(ncclComm_t comm, bool mustBeHealthy = true);
+/// `dtype` must be one of ncclDataType_t's values.
+ncclResult_t checkDataType(ncclDataType_t dtype);
+/// Resolves `op` (built-in or created on `comm`) for `dtype` into the kernels' description.
+ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dtype,
+                       kernels::ReduceOp* out);
+/// Returns "not implemented" for an entry point Braid does not provide yet.
+ncclResult_t notImplemented(const char* fn);
+
+/// Keeps a communicator from being freed by ncclCommAbort while a call uses it.
+class ActiveCall {
+ public:
+  explicit ActiveCall(ncclComm* c) : comm_(c) { comm_->activeCalls.fetch_add(1); }
+  ~ActiveCall() { comm_->activeCalls.fetch_sub(1); }
+
+ private:
+  ncclComm* comm_;
+};
+
+}  // namespace braid

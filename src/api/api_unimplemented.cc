@@ -1,0 +1,49 @@
+// Entry points of NCCL 2.28 that this version of Braid does not provide yet. Each returns
+// ncclInvalidUsage and says so through ncclGetLastError: none pretends to succeed.
+#pragma GCC diagnostic ignored "-Wunused-parameter"  // stubs take NCCL's parameters unused
+#include "api/api.h"
+
+using namespace braid;
+
+#define BRAID_NOT_IMPLEMENTED(func, ...)      \
+  NCCL_API(ncclResult_t, func, __VA_ARGS__) { \
+    return notImplemented(#func);             \
+  }
+
+BRAID_NOT_IMPLEMENTED(ncclMemAlloc, void** ptr, size_t size)
+BRAID_NOT_IMPLEMENTED(ncclMemFree, void* ptr)
+BRAID_NOT_IMPLEMENTED(ncclCommRevoke, ncclComm_t comm, int revokeFlags)
+BRAID_NOT_IMPLEMENTED(ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                      ncclConfig_t* config)
+BRAID_NOT_IMPLEMENTED(ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                      ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags)
+BRAID_NOT_IMPLEMENTED(ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank,
+                      int nId, ncclUniqueId* commIds, ncclConfig_t* config)
+BRAID_NOT_IMPLEMENTED(ncclCommRegister, const ncclComm_t comm, void* buff, size_t size,
+                      void** handle)
+BRAID_NOT_IMPLEMENTED(ncclCommDeregister, const ncclComm_t comm, void* handle)
+BRAID_NOT_IMPLEMENTED(ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
+                      ncclWindow_t* win, int winFlags)
+BRAID_NOT_IMPLEMENTED(ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win)
+BRAID_NOT_IMPLEMENTED(ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
+                      ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+                      cudaStream_t stream)
+BRAID_NOT_IMPLEMENTED(ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
+                      ncclComm_t comm, cudaStream_t stream)
+BRAID_NOT_IMPLEMENTED(ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
+                      ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream)
+BRAID_NOT_IMPLEMENTED(ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
+                      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
+BRAID_NOT_IMPLEMENTED(ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
+                      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
+BRAID_NOT_IMPLEMENTED(ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
+                      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
+BRAID_NOT_IMPLEMENTED(ncclGather, const void* sendbuff, void* recvbuff, size_t count,
+                      ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream)
+BRAID_NOT_IMPLEMENTED(ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
+                      ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream)
+BRAID_NOT_IMPLEMENTED(ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype,
+                      int peer, ncclComm_t comm, cudaStream_t stream)
+BRAID_NOT_IMPLEMENTED(ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                      ncclComm_t comm, cudaStream_t stream)
+BRAID_NOT_IMPLEMENTED(ncclGroupSimulateEnd, ncclSimInfo_t* simInfo)

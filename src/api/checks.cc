@@ -1,0 +1,76 @@
+#include <cstring>
+
+#include "api/api.h"
+
+namespace braid {
+
+ncclResult_t checkComm(ncclComm_t comm, bool mustBeHealthy) {
+  if (!comm) return fail(ncclInvalidArgument, "comm is NULL");
+  if (!commIsLive(comm))
+    return fail(ncclInvalidArgument,
+                "comm %p is not a live communicator (destroyed or never created)",
+                static_cast<void*>(comm));
+  if (!mustBeHealthy) return ncclSuccess;
+  if (!comm->initialized)
+    return fail(ncclInvalidUsage, "comm %p has not completed initialisation",
+                static_cast<void*>(comm));
+  if (comm->abortFlag.load())
+    return fail(ncclInvalidUsage, "comm %p was aborted", static_cast<void*>(comm));
+  ncclResult_t err = static_cast<ncclResult_t>(comm->asyncError.load());
+  if (err != ncclSuccess && err != ncclInProgress) {
+    std::lock_guard<std::mutex> lock(comm->errorMutex);
+    return fail(err, "comm %p failed earlier and can only be aborted or destroyed: %s",
+                static_cast<void*>(comm), comm->errorText.c_str());
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t checkDataType(ncclDataType_t dtype) {
+  if (static_cast<int>(dtype) < 0 || static_cast<int>(dtype) >= ncclNumTypes)
+    return fail(ncclInvalidArgument, "datatype=%d is not a valid ncclDataType_t (0..%d)",
+                static_cast<int>(dtype), ncclNumTypes - 1);
+  return ncclSuccess;
+}
+
+ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dtype,
+                       kernels::ReduceOp* out) {
+  kernels::ReduceOp r;
+  r.dtype = dtype;
+  int v = static_cast<int>(op);
+  if (v >= 0 && v < ncclNumOps) {
+    if (op == ncclAvg) {
+      r.op = kernels::BaseOp::kSum;
+      r.postDiv = static_cast<uint32_t>(comm->nranks);
+    } else {
+      r.op = static_cast<kernels::BaseOp>(v);
+    }
+    *out = r;
+    return ncclSuccess;
+  }
+  size_t index = static_cast<size_t>(v) - ncclNumOps;
+  if (v < ncclNumOps || index >= comm->userOps.size() || !comm->userOps[index].inUse)
+    return fail(ncclInvalidArgument,
+                "op=%d is neither a built-in ncclRedOp_t nor an op created on comm %p "
+                "(ncclRedOpCreatePreMulSum ops belong to the communicator that made them)",
+                v, static_cast<void*>(comm));
+  const UserRedOp& u = comm->userOps[index];
+  if (u.dtype != dtype)
+    return fail(ncclInvalidArgument,
+                "op=%d was created for datatype %d but is used with datatype %d", v, u.dtype,
+                static_cast<int>(dtype));
+  r.op = kernels::BaseOp::kSum;
+  r.preMul = true;
+  size_t es = kernels::typeSize(dtype);
+  if (u.residence == ncclScalarHostImmediate)
+    memcpy(r.scalar, u.value, es);
+  else
+    memcpy(r.scalar, u.pointer, es);  // read at call time, as NCCL reads device scalars
+  *out = r;
+  return ncclSuccess;
+}
+
+ncclResult_t notImplemented(const char* fn) {
+  return fail(ncclInvalidUsage, "%s is not implemented in this version of Braid", fn);
+}
+
+}  // namespace braid

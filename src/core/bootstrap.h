@@ -1,0 +1,37 @@
+// A rank's side of the bootstrap: join the root named by the unique id, learn every peer's
+// PeerInfo, then all-gather small blobs (transport connect blobs) and barrier through the root.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+#include "util/wait.h"
+
+namespace braid {
+
+class Bootstrap {
+ public:
+  /// Connects to the root (starting it first when this is rank 0 of an NCCL_COMM_ID-style id),
+  /// sends `info`, and returns every rank's info in rank order.
+  static ncclResult_t join(const ncclUniqueId& id, int rank, int nranks, const std::string& info,
+                           const WaitPolicy& policy, std::unique_ptr<Bootstrap>* out,
+                           std::vector<std::string>* allInfo);
+  ~Bootstrap();
+
+  /// Every rank contributes `mine`; all receive every rank's contribution in rank order.
+  ncclResult_t allGather(const std::string& mine, std::vector<std::string>* all);
+  ncclResult_t barrier();
+
+ private:
+  Bootstrap(int fd, int nranks, const WaitPolicy& policy)
+      : fd_(fd), nranks_(nranks), policy_(policy) {}
+  ncclResult_t receiveRound(std::vector<std::string>* all);
+
+  int fd_;
+  int nranks_;
+  WaitPolicy policy_;
+};
+
+}  // namespace braid

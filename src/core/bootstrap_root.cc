@@ -1,0 +1,246 @@
+#include "core/bootstrap_root.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <deque>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/bootstrap_wire.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/status.h"
+
+namespace braid {
+namespace {
+
+constexpr double kHelloTimeoutS = 5;  // a connection must introduce itself within this
+
+struct Pending {
+  int fd;
+  std::string buf;
+  Deadline deadline;
+};
+
+struct RankConn {
+  int fd = -1;
+  std::string inbuf;
+  std::deque<std::string> frames;
+  bool bye = false;
+};
+
+class Root {
+ public:
+  Root(int listenFd, const UniqueIdFields& id, double timeoutS)
+      : listenFd_(listenFd), id_(id), timeoutS_(timeoutS) {}
+
+  void run() {
+    Deadline idle = Deadline::after(timeoutS_);
+    while (!finished()) {
+      std::vector<pollfd> fds;
+      fds.push_back({listenFd_, static_cast<short>(listenFd_ >= 0 ? POLLIN : 0), 0});
+      for (auto& p : pending_)
+        if (p.fd >= 0) fds.push_back({p.fd, POLLIN, 0});
+      for (auto& r : ranks_)
+        if (r.fd >= 0) fds.push_back({r.fd, POLLIN, 0});
+      int n = poll(fds.data(), fds.size(), 100);
+      if (n < 0 && errno != EINTR) break;
+      if (listenFd_ >= 0 && (fds[0].revents & POLLIN)) acceptOne();
+      servePending();
+      if (!serveRanks()) break;
+      if (!admitted_ && idle.expired()) {
+        BRAID_WARN("bootstrap root: not every rank arrived within %.0f s; giving up", timeoutS_);
+        broadcastError("bootstrap: not every rank arrived before the timeout");
+        break;
+      }
+    }
+    if (listenFd_ >= 0) close(listenFd_);
+    for (auto& p : pending_)
+      if (p.fd >= 0) close(p.fd);
+    for (auto& r : ranks_)
+      if (r.fd >= 0) close(r.fd);
+  }
+
+ private:
+  bool finished() const {
+    if (!admitted_) return false;
+    for (auto& r : ranks_)
+      if (!r.bye) return false;
+    return true;
+  }
+
+  void acceptOne() {
+    int fd = accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    if (pending_.size() > 1024) {  // a flood of idle connections must not exhaust us
+      close(fd);
+      return;
+    }
+    pending_.push_back({fd, {}, Deadline::after(kHelloTimeoutS)});
+  }
+
+  // Reads hellos without blocking; admits a rank once its hello and info are complete and valid.
+  void servePending() {
+    for (size_t i = 0; i < pending_.size();) {
+      Pending& p = pending_[i];
+      bool drop = p.deadline.expired();
+      char tmp[4096];
+      for (;;) {
+        ssize_t got = recv(p.fd, tmp, sizeof(tmp), MSG_DONTWAIT);
+        if (got > 0) {
+          p.buf.append(tmp, got);
+          if (p.buf.size() > sizeof(RootHello) + kMaxInfoBytes) drop = true;
+          continue;
+        }
+        if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) drop = true;
+        break;
+      }
+      if (p.fd < 0) {
+        pending_.erase(pending_.begin() + i);
+        continue;
+      }
+      int verdict = drop ? -1 : examine(p);
+      if (verdict != 0) {
+        if (verdict < 0) close(p.fd);
+        pending_.erase(pending_.begin() + i);
+        continue;
+      }
+      i++;
+    }
+  }
+
+  // 0: need more bytes; 1: admitted; -1: reject.
+  int examine(Pending& p) {
+    if (p.buf.size() < sizeof(RootHello)) return 0;
+    RootHello h;
+    memcpy(&h, p.buf.data(), sizeof(h));
+    unsigned char diff = 0;
+    for (int i = 0; i < 16; i++) diff |= h.secret[i] ^ id_.secret[i];
+    bool ok = h.magic == kHelloMagic && h.version == kBootstrapVersion && diff == 0 &&
+              h.nonce == id_.nonce && h.nranks >= 1 && h.nranks <= kMaxRanks && h.rank >= 0 &&
+              h.rank < h.nranks && h.infoBytes <= kMaxInfoBytes;
+    if (!ok) {
+      BRAID_WARN("bootstrap root: rejected a connection without this communicator's secret");
+      return -1;
+    }
+    if (p.buf.size() < sizeof(RootHello) + h.infoBytes) return 0;
+    if (ranks_.empty()) {
+      ranks_.resize(h.nranks);
+      infoBytes_ = h.infoBytes;
+    }
+    if (static_cast<size_t>(h.nranks) != ranks_.size() || h.infoBytes != infoBytes_ ||
+        ranks_[h.rank].fd >= 0 || admitted_) {
+      BRAID_WARN("bootstrap root: rejected rank %d of %d (inconsistent or duplicate)", h.rank,
+                 h.nranks);
+      return -1;
+    }
+    RankConn& r = ranks_[h.rank];
+    r.fd = p.fd;
+    r.frames.push_back(p.buf.substr(sizeof(RootHello), h.infoBytes));
+    r.inbuf = p.buf.substr(sizeof(RootHello) + h.infoBytes);
+    if (++joined_ == static_cast<int>(ranks_.size())) {
+      // Everyone is in: free the port at once (NCCL_COMM_ID may be reused by the next
+      // communicator) and drop whoever is still knocking.
+      admitted_ = true;
+      close(listenFd_);
+      listenFd_ = -1;
+      for (auto& q : pending_)
+        if (q.fd != p.fd) close(q.fd), q.fd = -1;
+    }
+    return 1;
+  }
+
+  // Reads frames from admitted ranks; when every rank has one queued, answers the round.
+  bool serveRanks() {
+    for (size_t rank = 0; rank < ranks_.size(); rank++) {
+      RankConn& r = ranks_[rank];
+      if (r.fd < 0 || r.bye) continue;
+      char tmp[65536];
+      for (;;) {
+        ssize_t got = recv(r.fd, tmp, sizeof(tmp), MSG_DONTWAIT);
+        if (got > 0) {
+          r.inbuf.append(tmp, got);
+          continue;
+        }
+        if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+          if (!r.bye) {
+            std::string msg = "bootstrap: rank " + std::to_string(rank) +
+                              " left before the others (process died or aborted)";
+            BRAID_WARN("%s", msg.c_str());
+            broadcastError(msg);
+            return false;
+          }
+        }
+        break;
+      }
+      while (r.inbuf.size() >= sizeof(FrameHeader)) {
+        FrameHeader h;
+        memcpy(&h, r.inbuf.data(), sizeof(h));
+        if (h.bytes > kMaxFrameBytes || (h.kind != kFrameData && h.kind != kFrameBye)) {
+          broadcastError("bootstrap: malformed frame from rank " + std::to_string(rank));
+          return false;
+        }
+        if (r.inbuf.size() < sizeof(h) + h.bytes) break;
+        if (h.kind == kFrameBye)
+          r.bye = true;
+        else
+          r.frames.push_back(r.inbuf.substr(sizeof(h), h.bytes));
+        r.inbuf.erase(0, sizeof(h) + h.bytes);
+      }
+    }
+    if (!admitted_) return true;
+    for (auto& r : ranks_)
+      if (r.frames.empty()) return true;
+    std::string reply;
+    for (auto& r : ranks_) {
+      uint32_t len = static_cast<uint32_t>(r.frames.front().size());
+      reply.append(reinterpret_cast<const char*>(&len), sizeof(len));
+      reply += r.frames.front();
+      r.frames.pop_front();
+    }
+    FrameHeader h{kFrameData, static_cast<uint32_t>(reply.size())};
+    for (auto& r : ranks_) {
+      Deadline d = Deadline::after(timeoutS_);
+      if (sendAll(r.fd, &h, sizeof(h), d, nullptr) != ncclSuccess ||
+          sendAll(r.fd, reply.data(), reply.size(), d, nullptr) != ncclSuccess) {
+        broadcastError("bootstrap: a rank stopped reading");
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void broadcastError(const std::string& msg) {
+    FrameHeader h{kFrameError, static_cast<uint32_t>(msg.size())};
+    Deadline d = Deadline::after(1);
+    for (auto& r : ranks_) {
+      if (r.fd < 0) continue;
+      if (sendAll(r.fd, &h, sizeof(h), d, nullptr) == ncclSuccess)
+        sendAll(r.fd, msg.data(), msg.size(), d, nullptr);
+    }
+  }
+
+  int listenFd_;
+  UniqueIdFields id_;
+  double timeoutS_;
+  std::vector<Pending> pending_;
+  std::vector<RankConn> ranks_;
+  uint32_t infoBytes_ = 0;
+  int joined_ = 0;
+  bool admitted_ = false;
+};
+
+}  // namespace
+
+void startBootstrapRoot(int listenFd, const UniqueIdFields& id, double timeoutS) {
+  std::thread([listenFd, id, timeoutS] {
+    Root root(listenFd, id, timeoutS);
+    root.run();
+  }).detach();
+}
+
+}  // namespace braid

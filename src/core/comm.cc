@@ -1,0 +1,166 @@
+#include "core/comm.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <unordered_set>
+
+#include "core/host_identity.h"
+#include "core/unique_id.h"
+#include "patterns/tree.h"
+#include "util/log.h"
+#include "util/status.h"
+
+namespace braid {
+namespace {
+
+std::mutex registryMutex;
+std::unordered_set<const ncclComm*>& registry() {
+  static auto* live = new std::unordered_set<const ncclComm*>();
+  return *live;
+}
+
+int onlineCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+// Spinning only pays while every rank on this host has a core of its own; oversubscribed ranks
+// must give their core to the peer they wait for.
+int chooseSpin(const CommConfig& cfg, const std::vector<PeerInfo>& peers, int rank) {
+  if (cfg.spinIters >= 0) return cfg.spinIters;
+  int local = 0;
+  for (const PeerInfo& p : peers) local += p.hostHash == peers[rank].hostHash;
+  return local <= onlineCores() ? 20000 : 50;
+}
+
+ncclResult_t connectNeighbours(ncclComm* comm, TransportContext& ctx) {
+  std::vector<int> neighbours = patterns::neighbourRanks(comm->rank, comm->nranks);
+  comm->sendTo.resize(comm->nranks);
+  comm->recvFrom.resize(comm->nranks);
+  // Phase 1: receiving ends, described by blobs.
+  std::string mine;
+  for (int peer : neighbours) {
+    Transport* t = chooseTransport(ctx, peer);
+    if (!t)
+      return fail(ncclSystemError, "no transport can connect rank %d to rank %d", comm->rank, peer);
+    ConnectBlob blob{};
+    BRAID_TRY(t->setupRecv(ctx, peer, &blob, &comm->recvFrom[peer]));
+    int32_t to = peer;
+    mine.append(reinterpret_cast<const char*>(&to), sizeof(to));
+    mine.append(reinterpret_cast<const char*>(blob.bytes), sizeof(blob.bytes));
+    BRAID_INFO(kSubsysInit, "rank %d <- rank %d via %s", comm->rank, peer, t->name());
+  }
+  std::vector<std::string> all;
+  BRAID_TRY(comm->bootstrap->allGather(mine, &all));
+  // Phase 2: connect to the blob each neighbour made for us.
+  for (int peer : neighbours) {
+    const std::string& theirs = all[peer];
+    const size_t entry = sizeof(int32_t) + kConnectBlobBytes;
+    bool found = false;
+    for (size_t pos = 0; pos + entry <= theirs.size(); pos += entry) {
+      int32_t to;
+      memcpy(&to, theirs.data() + pos, sizeof(to));
+      if (to != comm->rank) continue;
+      ConnectBlob blob;
+      memcpy(blob.bytes, theirs.data() + pos + sizeof(to), kConnectBlobBytes);
+      Transport* t = chooseTransport(ctx, peer);
+      BRAID_TRY(t->connectSend(ctx, peer, blob, &comm->sendTo[peer]));
+      found = true;
+    }
+    if (!found)
+      return fail(ncclInternalError, "rank %d published no connection for rank %d", peer,
+                  comm->rank);
+  }
+  // Phase 3: every sender is attached; receivers finish (accept sockets, unlink segments).
+  BRAID_TRY(comm->bootstrap->barrier());
+  for (int peer : neighbours) BRAID_TRY(comm->recvFrom[peer]->finish(ctx));
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclComm* commAllocate() {
+  auto* comm = new ncclComm();
+  std::lock_guard<std::mutex> lock(registryMutex);
+  registry().insert(comm);
+  return comm;
+}
+
+bool commIsLive(const ncclComm* comm) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  return registry().count(comm) != 0;
+}
+
+void commFree(ncclComm* comm) {
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    registry().erase(comm);
+  }
+  comm->magic = 0;
+  delete comm;
+}
+
+void commSetError(ncclComm* comm, ncclResult_t code, const std::string& text) {
+  std::lock_guard<std::mutex> lock(comm->errorMutex);
+  if (comm->asyncError.load() == ncclSuccess || comm->asyncError.load() == ncclInProgress) {
+    comm->errorText = text;
+    comm->asyncError.store(code);
+  }
+}
+
+ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int rank,
+                      const ncclConfig_t* config) {
+  setLogRank(rank);
+  BRAID_TRY(loadConfig(config, &comm->config));
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->policy.timeoutS = comm->config.timeoutS;
+  comm->policy.abort = &comm->abortFlag;
+  comm->policy.spinIters = 2000;
+
+  PeerInfo me = localPeerInfo(rank);
+  std::string info(reinterpret_cast<const char*>(&me), sizeof(me));
+  std::vector<std::string> infos;
+  BRAID_TRY(Bootstrap::join(id, rank, nranks, info, comm->policy, &comm->bootstrap, &infos));
+  comm->peers.resize(nranks);
+  for (int r = 0; r < nranks; r++) {
+    if (infos[r].size() != sizeof(PeerInfo))
+      return fail(ncclInvalidUsage, "rank %d runs an incompatible Braid (peer info size %zu)", r,
+                  infos[r].size());
+    memcpy(&comm->peers[r], infos[r].data(), sizeof(PeerInfo));
+  }
+  comm->policy.spinIters = chooseSpin(comm->config, comm->peers, rank);
+
+  UniqueIdFields f;
+  memcpy(&f, id.internal, sizeof(f));
+  comm->commHash = f.nonce;
+
+  TransportContext ctx;
+  ctx.rank = rank;
+  ctx.nranks = nranks;
+  ctx.peers = &comm->peers;
+  memcpy(ctx.secret, f.secret, sizeof(ctx.secret));
+  ctx.commHash = comm->commHash;
+  ctx.policy = comm->policy;
+  ctx.nslots = comm->config.nslots;
+  ctx.slotBytes = comm->config.slotBytes;
+  ctx.tcpSockets = comm->config.tcpSockets;
+  ctx.tcpBufferBytes = comm->config.tcpBufferBytes;
+  ctx.allowed = comm->config.transports;
+  bool needTcp = false;
+  for (int peer : patterns::neighbourRanks(rank, nranks))
+    if (chooseTransport(ctx, peer) && std::string(chooseTransport(ctx, peer)->name()) == "tcp")
+      needTcp = true;
+  if (needTcp) BRAID_TRY(findInterfaceAddress(&ctx.tcpAddress, nullptr));
+  BRAID_TRY(connectNeighbours(comm, ctx));
+  comm->initialized = true;
+  BRAID_INFO(kSubsysInit, "comm %p rank %d nranks %d pid %d - Init COMPLETE (spin %d)",
+             static_cast<void*>(comm), rank, nranks, me.pid, comm->policy.spinIters);
+  return ncclSuccess;
+}
+
+}  // namespace braid

@@ -1,0 +1,69 @@
+// The communicator: who the ranks are, how this rank is connected to its neighbours, and the
+// state every operation shares (wait policy, abort flag, error state, operation counter).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/bootstrap.h"
+#include "core/config.h"
+#include "core/worker.h"
+#include "kernels/reduce.h"
+#include "nccl.h"
+#include "transports/transport.h"
+
+namespace braid {
+
+/// A ncclRedOpCreatePreMulSum op: the scalar is captured (host immediate) or read at call time.
+struct UserRedOp {
+  bool inUse = false;
+  int dtype = 0;
+  ncclScalarResidence_t residence = ncclScalarHostImmediate;
+  unsigned char value[8] = {};
+  const void* pointer = nullptr;
+};
+
+}  // namespace braid
+
+struct ncclComm {
+  static constexpr uint64_t kMagic = 0x4272616964436f6dull;  // "BraidCom"
+  uint64_t magic = kMagic;
+  int rank = -1;
+  int nranks = 0;
+  uint64_t commHash = 0;
+  braid::CommConfig config;
+  braid::WaitPolicy policy;
+  std::vector<braid::PeerInfo> peers;
+  std::vector<std::unique_ptr<braid::SendConnection>> sendTo;    ///< by peer rank; null if unused
+  std::vector<std::unique_ptr<braid::RecvConnection>> recvFrom;  ///< by peer rank
+  std::unique_ptr<braid::Bootstrap> bootstrap;
+  std::atomic<uint32_t> abortFlag{0};
+  std::atomic<int> asyncError{ncclSuccess};
+  std::mutex errorMutex;
+  std::string errorText;
+  bool initialized = false;
+  std::atomic<int> activeCalls{0};  ///< API calls in progress (abort waits for them to leave)
+  uint64_t opCount = 0;
+  std::vector<braid::UserRedOp> userOps;
+  braid::Worker worker;  ///< runs this communicator's share of a multi-communicator group
+};
+
+namespace braid {
+
+/// Creates the communicator object (not yet connected) and registers it as live.
+ncclComm* commAllocate();
+/// Bootstrap, transport selection and connection of `comm` as rank `rank` of `nranks`.
+ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int rank,
+                      const ncclConfig_t* config);
+/// Frees everything; the pointer is no longer live afterwards.
+void commFree(ncclComm* comm);
+/// True while `comm` points at a communicator that has not been destroyed.
+bool commIsLive(const ncclComm* comm);
+/// Records a failure that makes the communicator unusable (except abort and destroy).
+void commSetError(ncclComm* comm, ncclResult_t code, const std::string& text);
+
+}  // namespace braid

@@ -1,0 +1,50 @@
+#include "core/config.h"
+
+#include <sstream>
+
+#include "util/env.h"
+#include "util/status.h"
+
+namespace braid {
+
+ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
+  CommConfig c;
+  c.timeoutS = static_cast<double>(envInt("BRAID_TIMEOUT_S", 300));
+  c.spinIters = static_cast<int>(envInt("BRAID_SPIN", -1));
+  c.nslots = static_cast<uint32_t>(envInt("BRAID_NSLOTS", 8));
+  c.slotBytes = static_cast<size_t>(envInt("BRAID_SLOT_BYTES", 512 * 1024));
+  c.tcpSockets = static_cast<int>(envInt("BRAID_TCP_SOCKETS", envInt("NCCL_NSOCKS_PERTHREAD", 2)));
+  c.tcpBufferBytes = static_cast<int>(envInt("BRAID_TCP_BUFFER", 4 << 20));
+  c.algo = envString("NCCL_ALGO", "");
+  std::string list = envString("BRAID_TRANSPORTS", "");
+  std::stringstream ss(list);
+  for (std::string t; std::getline(ss, t, ',');)
+    if (!t.empty()) c.transports.push_back(t);
+  if (envInt("NCCL_SHM_DISABLE", 0) == 1) {
+    if (c.transports.empty()) c.transports = {"local", "tcp"};
+    std::erase(c.transports, std::string("shm"));
+  }
+  if (c.nslots < 2 || c.nslots > 64)
+    return fail(ncclInvalidArgument, "BRAID_NSLOTS=%u: must be in [2, 64]", c.nslots);
+  if (c.slotBytes < 4096 || c.slotBytes > (64u << 20) || c.slotBytes % 64 != 0)
+    return fail(ncclInvalidArgument,
+                "BRAID_SLOT_BYTES=%zu: must be a multiple of 64 in [4 KiB, 64 MiB]", c.slotBytes);
+  if (config) {
+    if (config->magic != 0xcafebeef)
+      return fail(ncclInvalidArgument,
+                  "config: magic 0x%x is not NCCL_CONFIG_INITIALIZER's (initialise it first)",
+                  config->magic);
+    if (config->size < offsetof(ncclConfig_t, blocking) + sizeof(int))
+      return fail(ncclInvalidArgument, "config: size %zu too small", config->size);
+    if (config->blocking != NCCL_CONFIG_UNDEF_INT) {
+      if (config->blocking != 0 && config->blocking != 1)
+        return fail(ncclInvalidArgument, "config->blocking=%d: must be 0 or 1", config->blocking);
+      c.blocking = config->blocking;
+    }
+    if (config->commName) c.commName = config->commName;
+  }
+  *out = c;
+  return ncclSuccess;
+}
+
+}  // namespace braid

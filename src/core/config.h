@@ -1,0 +1,30 @@
+// Per-communicator settings: environment variables read at communicator creation, overridden by
+// ncclConfig_t fields where NCCL defines them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+
+namespace braid {
+
+struct CommConfig {
+  double timeoutS = 300;          ///< BRAID_TIMEOUT_S: every wait ends with an error after this
+  int spinIters = -1;             ///< BRAID_SPIN: polls before sleeping (-1: decide from cores)
+  uint32_t nslots = 8;            ///< BRAID_NSLOTS: FIFO depth per connection
+  size_t slotBytes = 512 * 1024;  ///< BRAID_SLOT_BYTES: FIFO slot size
+  int tcpSockets = 2;             ///< BRAID_TCP_SOCKETS (NCCL_NSOCKS_PERTHREAD also honoured)
+  int tcpBufferBytes = 4 << 20;   ///< BRAID_TCP_BUFFER: SO_SNDBUF/SO_RCVBUF
+  std::string algo;               ///< NCCL_ALGO
+  std::vector<std::string> transports;  ///< allowed transports, empty = all
+  int blocking = 1;                     ///< ncclConfig_t.blocking
+  std::string commName;                 ///< ncclConfig_t.commName
+};
+
+/// Reads the environment and validates/applies `config` (which may be null).
+ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out);
+
+}  // namespace braid

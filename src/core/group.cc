@@ -1,0 +1,112 @@
+#include "core/group.h"
+
+#include <future>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/comm.h"
+#include "util/status.h"
+
+namespace braid {
+namespace {
+
+struct Task {
+  ncclComm* comm;
+  std::function<ncclResult_t()> run;
+};
+
+struct GroupState {
+  int depth = 0;
+  std::vector<Task> tasks;
+  ncclResult_t deferredError = ncclSuccess;
+};
+
+thread_local GroupState tls;
+
+struct Outcome {
+  ncclResult_t code = ncclSuccess;
+  std::string text;
+};
+
+// Runs one communicator's tasks in order; the first failure marks the communicator failed.
+Outcome runTasks(ncclComm* comm, const std::vector<std::function<ncclResult_t()>>& tasks) {
+  Outcome out;
+  for (const auto& task : tasks) {
+    ncclResult_t r;
+    try {
+      r = task();
+    } catch (const std::exception& e) {
+      r = fail(ncclInternalError, "exception: %s", e.what());
+    }
+    if (r != ncclSuccess) {
+      out.code = r;
+      out.text = lastError();
+      return out;
+    }
+  }
+  (void)comm;
+  return out;
+}
+
+}  // namespace
+
+bool groupActive() {
+  return tls.depth > 0;
+}
+
+ncclResult_t groupStart() {
+  tls.depth++;
+  return ncclSuccess;
+}
+
+void groupAdd(ncclComm* comm, std::function<ncclResult_t()> task) {
+  tls.tasks.push_back({comm, std::move(task)});
+}
+
+ncclResult_t runOrDefer(ncclComm* comm, std::function<ncclResult_t()> task) {
+  if (groupActive()) {
+    groupAdd(comm, std::move(task));
+    return ncclSuccess;
+  }
+  return task();
+}
+
+ncclResult_t groupEnd() {
+  if (tls.depth == 0)
+    return fail(ncclInvalidUsage, "ncclGroupEnd without a matching ncclGroupStart");
+  if (--tls.depth > 0) return ncclSuccess;
+  std::vector<Task> tasks = std::move(tls.tasks);
+  tls.tasks.clear();
+  // Order-preserving split by communicator.
+  std::vector<ncclComm*> order;
+  std::map<ncclComm*, std::vector<std::function<ncclResult_t()>>> byComm;
+  for (auto& t : tasks) {
+    if (!byComm.count(t.comm)) order.push_back(t.comm);
+    byComm[t.comm].push_back(std::move(t.run));
+  }
+  std::vector<Outcome> outcomes(order.size());
+  if (order.size() == 1) {
+    outcomes[0] = runTasks(order[0], byComm[order[0]]);
+  } else {
+    std::vector<std::promise<Outcome>> done(order.size());
+    std::vector<std::future<Outcome>> results;
+    for (size_t i = 0; i < order.size(); i++) {
+      results.push_back(done[i].get_future());
+      ncclComm* comm = order[i];
+      auto* list = &byComm[comm];
+      auto* promise = &done[i];
+      comm->worker.submit([comm, list, promise] { promise->set_value(runTasks(comm, *list)); });
+    }
+    for (size_t i = 0; i < order.size(); i++) outcomes[i] = results[i].get();
+  }
+  for (size_t i = 0; i < order.size(); i++) {
+    if (outcomes[i].code != ncclSuccess) {
+      setLastError(outcomes[i].text);
+      return outcomes[i].code;
+    }
+  }
+  return ncclSuccess;
+}
+
+}  // namespace braid

@@ -1,0 +1,93 @@
+#include "core/unique_id.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "util/env.h"
+#include "util/log.h"
+#include "util/status.h"
+
+namespace braid {
+
+ncclUniqueId packUniqueId(const UniqueIdFields& f) {
+  ncclUniqueId id;
+  memset(&id, 0, sizeof(id));
+  memcpy(id.internal, &f, sizeof(f));
+  return id;
+}
+
+ncclResult_t unpackUniqueId(const ncclUniqueId& id, UniqueIdFields* f, SockAddr* addr) {
+  memcpy(f, id.internal, sizeof(*f));
+  if (f->magic != kUniqueIdMagic)
+    return fail(ncclInvalidArgument,
+                "commId: not a unique id made by ncclGetUniqueId (magic 0x%08x)", f->magic);
+  if (f->addrLen != sizeof(sockaddr_in) && f->addrLen != sizeof(sockaddr_in6))
+    return fail(ncclInvalidArgument, "commId: corrupt address length %u", f->addrLen);
+  *addr = SockAddr{};
+  memcpy(&addr->storage, f->addr, f->addrLen);
+  addr->len = f->addrLen;
+  if (addr->family() != AF_INET && addr->family() != AF_INET6)
+    return fail(ncclInvalidArgument, "commId: corrupt address family %d", addr->family());
+  if (addr->port() == 0) return fail(ncclInvalidArgument, "commId: port 0");
+  for (size_t i = sizeof(*f); i < sizeof(id.internal); i++)
+    if (id.internal[i] != 0)
+      return fail(ncclInvalidArgument, "commId: corrupt padding at byte %zu", i);
+  return ncclSuccess;
+}
+
+namespace {
+
+bool parseSecret(const std::string& hex, unsigned char out[16]) {
+  if (hex.size() != 32) return false;
+  for (int i = 0; i < 16; i++) {
+    char byte[3] = {hex[2 * i], hex[2 * i + 1], 0};
+    char* end;
+    long v = strtol(byte, &end, 16);
+    if (*end) return false;
+    out[i] = static_cast<unsigned char>(v);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool uniqueIdFromEnvironment(ncclUniqueId* id, ncclResult_t* result) {
+  std::string where = envString("NCCL_COMM_ID", "");
+  if (where.empty()) {
+    const char* host = getenv("MASTER_ADDR");
+    const char* port = getenv("MASTER_PORT");
+    if (!host || !port) return false;
+    where = std::string(host) + ":" + port;
+  }
+  SockAddr addr;
+  *result = parseHostPort(where, &addr);
+  if (*result != ncclSuccess) return true;
+  UniqueIdFields f{};
+  f.magic = kUniqueIdMagic;
+  f.flags = kRootHostedByRank0;
+  memcpy(f.addr, &addr.storage, addr.len);
+  f.addrLen = addr.len;
+  std::string secret = envString("BRAID_COMM_SECRET", "");
+  if (!secret.empty()) {
+    if (!parseSecret(secret, f.secret)) {
+      *result = fail(ncclInvalidArgument, "BRAID_COMM_SECRET must be 32 hex digits");
+      return true;
+    }
+  } else {
+    BRAID_WARN(
+        "bootstrap at %s without BRAID_COMM_SECRET: any process that reaches the port can "
+        "join; braidrun sets a secret",
+        where.c_str());
+  }
+  // Same nonce in every rank: derived from the address and the secret.
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : where) h = (h ^ c) * 1099511628211ull;
+  for (unsigned char c : f.secret) h = (h ^ c) * 1099511628211ull;
+  f.nonce = h;
+  *id = packUniqueId(f);
+  *result = ncclSuccess;
+  return true;
+}
+
+}  // namespace braid

@@ -1,0 +1,295 @@
+#include "util/socket.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "util/env.h"
+#include "util/log.h"
+#include "util/status.h"
+
+namespace braid {
+
+uint16_t SockAddr::port() const {
+  if (family() == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&storage)->sin_port);
+  if (family() == AF_INET6)
+    return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_port);
+  return 0;
+}
+
+void SockAddr::setPort(uint16_t port) {
+  if (family() == AF_INET) reinterpret_cast<sockaddr_in*>(&storage)->sin_port = htons(port);
+  if (family() == AF_INET6) reinterpret_cast<sockaddr_in6*>(&storage)->sin6_port = htons(port);
+}
+
+std::string SockAddr::toString() const {
+  char host[INET6_ADDRSTRLEN] = "?";
+  if (family() == AF_INET)
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, host,
+              sizeof(host));
+  else if (family() == AF_INET6)
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr, host,
+              sizeof(host));
+  return (family() == AF_INET6 ? "[" + std::string(host) + "]" : std::string(host)) + ":" +
+         std::to_string(port());
+}
+
+namespace {
+
+// NCCL_SOCKET_IFNAME semantics: comma list of prefixes; "^" negates the list; "=" exact names.
+bool interfaceMatches(const std::string& spec, const char* name) {
+  if (spec.empty()) return true;
+  std::string s = spec;
+  bool exclude = false, exact = false;
+  if (!s.empty() && s[0] == '^') {
+    exclude = true;
+    s = s.substr(1);
+  }
+  if (!s.empty() && s[0] == '=') {
+    exact = true;
+    s = s.substr(1);
+  }
+  bool hit = false;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    std::string tok = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (!tok.empty() && (exact ? tok == name : strncmp(name, tok.c_str(), tok.size()) == 0))
+      hit = true;
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return exclude ? !hit : hit;
+}
+
+ncclResult_t setNonBlocking(int fd, bool on) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, on ? (flags | O_NONBLOCK) : (flags & ~O_NONBLOCK)) < 0)
+    return fail(ncclSystemError, "fcntl: %s", strerror(errno));
+  return ncclSuccess;
+}
+
+bool aborted(const std::atomic<uint32_t>* abort) {
+  return abort && abort->load(std::memory_order_relaxed);
+}
+
+// Polls fd for events in slices so aborts and deadlines are noticed.
+ncclResult_t pollFor(int fd, short events, const Deadline& deadline,
+                     const std::atomic<uint32_t>* abort, const char* what) {
+  for (;;) {
+    if (aborted(abort)) return fail(ncclInvalidUsage, "%s: aborted", what);
+    int ms = deadline.remainingMs();
+    if (ms <= 0) return fail(ncclRemoteError, "%s: timed out", what);
+    struct pollfd p = {fd, events, 0};
+    int r = poll(&p, 1, ms < 100 ? ms : 100);
+    if (r > 0) return ncclSuccess;
+    if (r < 0 && errno != EINTR)
+      return fail(ncclSystemError, "%s: poll: %s", what, strerror(errno));
+  }
+}
+
+}  // namespace
+
+ncclResult_t findInterfaceAddress(SockAddr* out, std::string* ifName) {
+  std::string spec = envString("NCCL_SOCKET_IFNAME", "");
+  int family = static_cast<int>(envInt("NCCL_SOCKET_FAMILY_V6", 0)) ? AF_INET6 : AF_INET;
+  if (envString("NCCL_SOCKET_FAMILY", "") == "AF_INET6") family = AF_INET6;
+  struct ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return fail(ncclSystemError, "getifaddrs: %s", strerror(errno));
+  // Two passes without an explicit spec: first non-loopback, then loopback.
+  const struct ifaddrs* pick = nullptr;
+  for (int pass = 0; pass < 2 && !pick; pass++) {
+    for (struct ifaddrs* it = list; it; it = it->ifa_next) {
+      if (!it->ifa_addr || it->ifa_addr->sa_family != family) continue;
+      if (!(it->ifa_flags & IFF_UP)) continue;
+      bool loop = (it->ifa_flags & IFF_LOOPBACK) != 0;
+      if (spec.empty()) {
+        if (pass == 0 && loop) continue;
+        if (pass == 1 && !loop) continue;
+      } else if (pass == 1 || !interfaceMatches(spec, it->ifa_name)) {
+        continue;
+      }
+      if (family == AF_INET6 &&
+          IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(it->ifa_addr)->sin6_addr))
+        continue;
+      pick = it;
+      break;
+    }
+  }
+  if (!pick) {
+    freeifaddrs(list);
+    return fail(ncclSystemError, "no usable network interface (NCCL_SOCKET_IFNAME=%s)",
+                spec.c_str());
+  }
+  *out = SockAddr{};
+  out->len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  memcpy(&out->storage, pick->ifa_addr, out->len);
+  out->setPort(0);
+  if (ifName) *ifName = pick->ifa_name;
+  freeifaddrs(list);
+  return ncclSuccess;
+}
+
+ncclResult_t parseHostPort(const std::string& text, SockAddr* out) {
+  std::string host, port;
+  if (!text.empty() && text[0] == '[') {
+    size_t close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':')
+      return fail(ncclInvalidArgument, "bad address '%s' (expected [v6]:port)", text.c_str());
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    size_t colon = text.rfind(':');
+    if (colon == std::string::npos)
+      return fail(ncclInvalidArgument, "bad address '%s' (expected host:port)", text.c_str());
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  struct addrinfo hints = {}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0 || !res)
+    return fail(ncclInvalidArgument, "cannot resolve '%s': %s", text.c_str(), gai_strerror(rc));
+  *out = SockAddr{};
+  out->len = res->ai_addrlen;
+  memcpy(&out->storage, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  return ncclSuccess;
+}
+
+ncclResult_t listenOn(SockAddr* addr, int* fd, int backlog) {
+  int s = socket(addr->family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return fail(ncclSystemError, "socket: %s", strerror(errno));
+  int one = 1;
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(s, reinterpret_cast<sockaddr*>(&addr->storage), addr->len) != 0) {
+    int e = errno;
+    close(s);
+    return fail(ncclSystemError, "bind %s: %s", addr->toString().c_str(), strerror(e));
+  }
+  if (listen(s, backlog) != 0) {
+    int e = errno;
+    close(s);
+    return fail(ncclSystemError, "listen: %s", strerror(e));
+  }
+  socklen_t len = sizeof(addr->storage);
+  getsockname(s, reinterpret_cast<sockaddr*>(&addr->storage), &len);
+  addr->len = len;
+  *fd = s;
+  return ncclSuccess;
+}
+
+ncclResult_t connectTo(const SockAddr& addr, const Deadline& deadline,
+                       const std::atomic<uint32_t>* abort, int* fd) {
+  int delayMs = 1;
+  for (;;) {
+    int s = socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0) return fail(ncclSystemError, "socket: %s", strerror(errno));
+    BRAID_TRY(setNonBlocking(s, true));
+    int rc = connect(s, reinterpret_cast<const sockaddr*>(&addr.storage), addr.len);
+    int err = rc == 0 ? 0 : errno;
+    if (err == EINPROGRESS) {
+      ncclResult_t r = pollFor(s, POLLOUT, deadline, abort, "connect");
+      if (r != ncclSuccess) {
+        close(s);
+        return addContext(r, "connecting to %s", addr.toString().c_str());
+      }
+      socklen_t len = sizeof(err);
+      getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len);
+    }
+    if (err == 0) {
+      BRAID_TRY(setNonBlocking(s, false));
+      *fd = s;
+      return ncclSuccess;
+    }
+    close(s);
+    bool retry = err == ECONNREFUSED || err == ETIMEDOUT || err == ECONNRESET ||
+                 err == EHOSTUNREACH || err == ENETUNREACH || err == EAGAIN;
+    if (!retry)
+      return fail(ncclSystemError, "connect %s: %s", addr.toString().c_str(), strerror(err));
+    if (aborted(abort))
+      return fail(ncclInvalidUsage, "connect %s: aborted", addr.toString().c_str());
+    if (deadline.expired())
+      return fail(ncclRemoteError, "connect %s: %s until timeout", addr.toString().c_str(),
+                  strerror(err));
+    std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
+    if (delayMs < 100) delayMs *= 2;
+  }
+}
+
+ncclResult_t acceptFrom(int listenFd, const Deadline& deadline, const std::atomic<uint32_t>* abort,
+                        int* fd) {
+  BRAID_TRY(pollFor(listenFd, POLLIN, deadline, abort, "accept"));
+  int s = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
+  if (s < 0) return fail(ncclSystemError, "accept: %s", strerror(errno));
+  *fd = s;
+  return ncclSuccess;
+}
+
+ncclResult_t sendAll(int fd, const void* buf, size_t len, const Deadline& deadline,
+                     const std::atomic<uint32_t>* abort) {
+  const char* p = static_cast<const char*>(buf);
+  while (len > 0) {
+    ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      len -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      BRAID_TRY(pollFor(fd, POLLOUT, deadline, abort, "send"));
+      continue;
+    }
+    return fail(ncclRemoteError, "send: %s (peer closed the connection?)", strerror(errno));
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t recvAll(int fd, void* buf, size_t len, const Deadline& deadline,
+                     const std::atomic<uint32_t>* abort) {
+  char* p = static_cast<char*>(buf);
+  while (len > 0) {
+    ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      len -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0) return fail(ncclRemoteError, "recv: connection closed by peer");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      BRAID_TRY(pollFor(fd, POLLIN, deadline, abort, "recv"));
+      continue;
+    }
+    return fail(ncclRemoteError, "recv: %s", strerror(errno));
+  }
+  return ncclSuccess;
+}
+
+void tuneSocket(int fd, int bufferBytes) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  if (bufferBytes > 0) {
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufferBytes, sizeof(bufferBytes));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufferBytes, sizeof(bufferBytes));
+  }
+}
+
+void closeFd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+}  // namespace braid

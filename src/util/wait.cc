@@ -1,0 +1,45 @@
+#include "util/wait.h"
+
+#include <sched.h>
+
+#include "util/clock.h"
+#include "util/status.h"
+
+namespace braid::detail {
+
+ncclResult_t waitSlow(const WaitPolicy& policy, const WakeWord& w, bool (*ready)(const void*),
+                      const void* readyArg, LivenessCheck* peer, const char* what) {
+  // A few yields first: on an oversubscribed core the peer may only need our time slice.
+  for (int i = 0; i < 4; i++) {
+    sched_yield();
+    if (ready(readyArg)) return ncclSuccess;
+  }
+  Deadline deadline = Deadline::after(policy.timeoutS);
+  int64_t lastPeerCheck = nowNs();
+  // Sleep slices grow from 50us to 10ms: short enough for prompt aborts, long enough to be idle.
+  int64_t sliceNs = 50000;
+  for (;;) {
+    uint32_t seen = w.word->load(std::memory_order_seq_cst);
+    w.sleepers->fetch_add(1, std::memory_order_seq_cst);
+    if (ready(readyArg)) {
+      w.sleepers->fetch_sub(1, std::memory_order_seq_cst);
+      return ncclSuccess;
+    }
+    futexWait(w.word, seen, sliceNs);
+    w.sleepers->fetch_sub(1, std::memory_order_seq_cst);
+    if (ready(readyArg)) return ncclSuccess;
+    if (sliceNs < 10000000) sliceNs *= 2;
+    if (policy.abort && policy.abort->load(std::memory_order_relaxed))
+      return fail(ncclInvalidUsage, "%s: communicator aborted", what);
+    int64_t now = nowNs();
+    if (peer && now - lastPeerCheck > 20000000) {
+      lastPeerCheck = now;
+      if (ncclResult_t r = peer->check(); r != ncclSuccess) return addContext(r, "%s", what);
+    }
+    if (deadline.expired())
+      return fail(ncclRemoteError, "%s: timed out after %.1f s (BRAID_TIMEOUT_S)", what,
+                  policy.timeoutS);
+  }
+}
+
+}  // namespace braid::detail

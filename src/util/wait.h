@@ -1,0 +1,58 @@
+// Waiting that scales down to oversubscribed cores and always ends: spin briefly, then sleep on a
+// futex in short slices, checking the abort flag, the deadline and the peer's liveness each slice.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "nccl.h"
+#include "util/futex.h"
+
+namespace braid {
+
+/// Something that can tell whether the other side of a wait is still alive.
+class LivenessCheck {
+ public:
+  virtual ~LivenessCheck() = default;
+  /// ncclSuccess while alive; otherwise records the reason and returns the error.
+  virtual ncclResult_t check() = 0;
+};
+
+/// How a communicator waits: its spin budget, deadline and abort flag.
+struct WaitPolicy {
+  int spinIters = 2000;                          ///< polls before the first sleep
+  double timeoutS = 300;                         ///< BRAID_TIMEOUT_S
+  const std::atomic<uint32_t>* abort = nullptr;  ///< non-zero: give up now
+};
+
+/// The word a waiter sleeps on and the count of sleepers the other side checks before waking.
+struct WakeWord {
+  std::atomic<uint32_t>* word;
+  std::atomic<uint32_t>* sleepers;
+};
+
+/// Publisher side: after changing *w.word (seq_cst), wake sleepers if any.
+inline void notify(const WakeWord& w) {
+  if (w.sleepers->load(std::memory_order_seq_cst) != 0) futexWakeAll(w.word);
+}
+
+namespace detail {
+ncclResult_t waitSlow(const WaitPolicy& policy, const WakeWord& w, bool (*ready)(const void*),
+                      const void* readyArg, LivenessCheck* peer, const char* what);
+}
+
+/// Returns once ready() holds, or an error (abort, timeout, dead peer) naming `what`.
+template <class Ready>
+inline ncclResult_t waitUntil(const WaitPolicy& policy, const WakeWord& w, const Ready& ready,
+                              LivenessCheck* peer, const char* what) {
+  if (ready()) return ncclSuccess;
+  for (int i = 0; i < policy.spinIters; i++) {
+    cpuRelax();
+    if (ready()) return ncclSuccess;
+  }
+  return detail::waitSlow(
+      policy, w, [](const void* r) { return (*static_cast<const Ready*>(r))(); }, &ready, peer,
+      what);
+}
+
+}  // namespace braid

@@ -1,0 +1,42 @@
+// A TCP connection's proxy thread: it drains a local FIFO into sockets (send side) or fills a
+// local FIFO from sockets (receive side). Slot k travels on socket k % nsockets, with an 8-byte
+// header {bytes, tag}; both sides walk the slots in the same order, so no reordering is needed.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transports/fifo.h"
+#include "util/wait.h"
+
+namespace braid {
+
+class TcpProxy : public LivenessCheck {
+ public:
+  enum Direction { kSend, kReceive };
+  TcpProxy(Direction dir, std::vector<int> fds, uint32_t nslots, size_t slotBytes, int peer);
+  ~TcpProxy() override;
+
+  FifoControl* fifo() const { return fifo_; }
+  /// ncclRemoteError once the socket side failed (peer closed, reset, unreachable).
+  ncclResult_t check() override;
+
+ private:
+  void run();
+  ncclResult_t sendLoop();
+  ncclResult_t receiveLoop();
+
+  Direction dir_;
+  std::vector<int> fds_;
+  void* mem_ = nullptr;
+  FifoControl* fifo_ = nullptr;
+  int peer_;
+  std::atomic<uint32_t> stop_{0};
+  std::atomic<bool> failed_{false};
+  std::string failure_;
+  std::thread thread_;
+};
+
+}  // namespace braid

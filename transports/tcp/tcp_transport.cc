@@ -1,0 +1,172 @@
+// TCP transport for ranks on different hosts (or when NCCL_SHM_DISABLE=1). The algorithms still
+// see an in-memory FIFO: a proxy thread per connection moves slots between that FIFO and the
+// sockets, so sends never block the algorithm while its own peer is busy sending (no ring
+// deadlock) and the reduction of one slot overlaps the transfer of the next. Each connection
+// stripes its slots over several sockets (BRAID_TCP_SOCKETS) with large socket buffers.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "transports/tcp/tcp_proxy.h"
+#include "transports/transport.h"
+#include "util/log.h"
+#include "util/random.h"
+#include "util/status.h"
+
+namespace braid {
+namespace {
+
+constexpr uint32_t kHelloMagic = 0x42524443;  // "BRDC"
+constexpr int kMaxSockets = 8;
+
+struct TcpBlob {
+  sockaddr_storage addr;
+  uint32_t addrLen;
+  int32_t nsockets;
+  uint64_t connId;  // which of the receiver's connections this is (random)
+};
+
+struct Hello {
+  uint32_t magic;
+  int32_t fromRank;
+  uint64_t connId;
+  int32_t socketIndex;
+  int32_t pad;
+  unsigned char secret[16];
+};
+
+class TcpRecv : public RecvConnection {
+ public:
+  TcpRecv(int listenFd, const TcpBlob& blob, int peer)
+      : listenFd_(listenFd), blob_(blob), peer_(peer) {}
+  ~TcpRecv() override {
+    proxy_.reset();
+    closeFd(listenFd_);
+  }
+  const char* transportName() const override { return "tcp"; }
+
+  ncclResult_t finish(const TransportContext& ctx) override {
+    std::vector<int> fds(blob_.nsockets, -1);
+    int accepted = 0;
+    Deadline deadline = Deadline::after(ctx.policy.timeoutS);
+    while (accepted < blob_.nsockets) {
+      int fd = -1;
+      if (ncclResult_t r = acceptFrom(listenFd_, deadline, ctx.policy.abort, &fd);
+          r != ncclSuccess) {
+        for (int& f : fds) closeFd(f);
+        return addContext(r, "TCP connection from rank %d", peer_);
+      }
+      // Strangers are dropped: a hello must arrive promptly and prove the secret.
+      Hello h{};
+      Deadline helloDeadline = Deadline::after(5);
+      bool ok = recvAll(fd, &h, sizeof(h), helloDeadline, ctx.policy.abort) == ncclSuccess &&
+                h.magic == kHelloMagic && h.fromRank == peer_ && h.connId == blob_.connId &&
+                h.socketIndex >= 0 && h.socketIndex < blob_.nsockets && fds[h.socketIndex] < 0 &&
+                secretEqual(h.secret, ctx.secret);
+      if (!ok) {
+        BRAID_WARN("tcp: dropped a connection that did not present this communicator's secret");
+        closeFd(fd);
+        continue;
+      }
+      tuneSocket(fd, ctx.tcpBufferBytes);
+      fds[h.socketIndex] = fd;
+      accepted++;
+    }
+    closeFd(listenFd_);
+    proxy_ = std::make_unique<TcpProxy>(TcpProxy::kReceive, std::move(fds), ctx.nslots,
+                                        ctx.slotBytes, peer_);
+    fifo_.attach(proxy_->fifo(), proxy_.get());
+    return ncclSuccess;
+  }
+
+  static bool secretEqual(const unsigned char* a, const unsigned char* b) {
+    unsigned char diff = 0;  // constant time
+    for (int i = 0; i < 16; i++) diff |= a[i] ^ b[i];
+    return diff == 0;
+  }
+
+ private:
+  int listenFd_;
+  TcpBlob blob_;
+  int peer_;
+  std::unique_ptr<TcpProxy> proxy_;
+};
+
+class TcpSend : public SendConnection {
+ public:
+  explicit TcpSend(std::unique_ptr<TcpProxy> proxy) : proxy_(std::move(proxy)) {
+    fifo_.attach(proxy_->fifo(), proxy_.get());
+  }
+  const char* transportName() const override { return "tcp"; }
+
+ private:
+  std::unique_ptr<TcpProxy> proxy_;
+};
+
+class TcpTransport : public Transport {
+ public:
+  const char* name() const override { return "tcp"; }
+  bool canConnect(const TransportContext&, int) const override { return true; }
+
+  ncclResult_t setupRecv(const TransportContext& ctx, int peer, ConnectBlob* blob,
+                         std::unique_ptr<RecvConnection>* conn) override {
+    SockAddr addr = ctx.tcpAddress;
+    int fd = -1;
+    BRAID_TRY(listenOn(&addr, &fd, 64));
+    TcpBlob b{};
+    memcpy(&b.addr, &addr.storage, addr.len);
+    b.addrLen = addr.len;
+    b.nsockets = ctx.tcpSockets < 1             ? 1
+                 : ctx.tcpSockets > kMaxSockets ? kMaxSockets
+                                                : ctx.tcpSockets;
+    secureRandom(&b.connId, sizeof(b.connId));
+    static_assert(sizeof(TcpBlob) <= kConnectBlobBytes);
+    memcpy(blob->bytes, &b, sizeof(b));
+    *conn = std::make_unique<TcpRecv>(fd, b, peer);
+    BRAID_INFO(kSubsysNet, "tcp: rank %d <- %d listening on %s, %d sockets", ctx.rank, peer,
+               addr.toString().c_str(), b.nsockets);
+    return ncclSuccess;
+  }
+
+  ncclResult_t connectSend(const TransportContext& ctx, int peer, const ConnectBlob& blob,
+                           std::unique_ptr<SendConnection>* conn) override {
+    TcpBlob b;
+    memcpy(&b, blob.bytes, sizeof(b));
+    if (b.nsockets < 1 || b.nsockets > kMaxSockets || b.addrLen > sizeof(b.addr))
+      return fail(ncclInternalError, "tcp: malformed connect blob from rank %d", peer);
+    SockAddr addr;
+    memcpy(&addr.storage, &b.addr, b.addrLen);
+    addr.len = b.addrLen;
+    std::vector<int> fds;
+    Deadline deadline = Deadline::after(ctx.policy.timeoutS);
+    for (int i = 0; i < b.nsockets; i++) {
+      int fd = -1;
+      ncclResult_t r = connectTo(addr, deadline, ctx.policy.abort, &fd);
+      if (r == ncclSuccess) {
+        tuneSocket(fd, ctx.tcpBufferBytes);
+        Hello h{kHelloMagic, ctx.rank, b.connId, i, 0, {}};
+        memcpy(h.secret, ctx.secret, 16);
+        r = sendAll(fd, &h, sizeof(h), deadline, ctx.policy.abort);
+        fds.push_back(fd);
+      }
+      if (r != ncclSuccess) {
+        for (int& f : fds) closeFd(f);
+        return addContext(r, "TCP connection to rank %d", peer);
+      }
+    }
+    *conn = std::make_unique<TcpSend>(std::make_unique<TcpProxy>(TcpProxy::kSend, std::move(fds),
+                                                                 ctx.nslots, ctx.slotBytes, peer));
+    return ncclSuccess;
+  }
+};
+
+}  // namespace
+
+Transport* tcpTransport() {
+  static TcpTransport t;
+  return &t;
+}
+
+}  // namespace braid

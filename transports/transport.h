@@ -1,0 +1,93 @@
+// The transport interface. A transport connects this rank to one peer in one direction and hands
+// the algorithms a FIFO end (fifo.h); the algorithms never see which transport it is. Setup has two
+// phases so the bootstrap can exchange an opaque blob in between:
+//   receiver: setupRecv() fills a ConnectBlob  ->  bootstrap all-to-all  ->  sender: connectSend()
+//   then, after a barrier, every RecvConnection::finish() (accept sockets, unlink segments).
+// Transports are tried in priority order (registry.cc); the first whose canConnect() is true wins.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+#include "transports/fifo.h"
+#include "util/socket.h"
+#include "util/wait.h"
+
+namespace braid {
+
+/// What a rank tells every other rank about itself during bootstrap.
+struct PeerInfo {
+  int32_t rank = -1;
+  int32_t pid = 0;
+  uint64_t hostHash = 0;      ///< same host (hostname + boot id + network namespace)
+  uint64_t processHash = 0;   ///< same process (host + pid + process start time)
+  uint64_t pidStartTime = 0;  ///< to tell a live peer from a reused pid
+  char hostname[64] = {};
+};
+
+constexpr size_t kConnectBlobBytes = 256;
+struct ConnectBlob {
+  unsigned char bytes[kConnectBlobBytes];
+};
+
+/// Per-communicator facts a transport needs while connecting.
+struct TransportContext {
+  int rank = 0;
+  int nranks = 0;
+  const std::vector<PeerInfo>* peers = nullptr;
+  unsigned char secret[16] = {};
+  uint64_t commHash = 0;
+  WaitPolicy policy;
+  uint32_t nslots = 8;
+  size_t slotBytes = 512 * 1024;
+  int tcpSockets = 2;  ///< sockets per TCP connection
+  int tcpBufferBytes = 4 << 20;
+  SockAddr tcpAddress;               ///< this rank's interface address (port 0)
+  std::vector<std::string> allowed;  ///< BRAID_TRANSPORTS / NCCL_SHM_DISABLE filtering
+};
+
+/// One direction to one peer, sending side.
+class SendConnection {
+ public:
+  virtual ~SendConnection() = default;
+  FifoSender& fifo() { return fifo_; }
+  virtual const char* transportName() const = 0;
+
+ protected:
+  FifoSender fifo_;
+};
+
+/// One direction to one peer, receiving side.
+class RecvConnection {
+ public:
+  virtual ~RecvConnection() = default;
+  FifoReceiver& fifo() { return fifo_; }
+  virtual const char* transportName() const = 0;
+  /// Called once every sender has connected (after a bootstrap barrier).
+  virtual ncclResult_t finish(const TransportContext&) { return ncclSuccess; }
+
+ protected:
+  FifoReceiver fifo_;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  /// Symmetric: both ranks must reach the same answer from the same PeerInfos.
+  virtual bool canConnect(const TransportContext& ctx, int peer) const = 0;
+  virtual ncclResult_t setupRecv(const TransportContext& ctx, int peer, ConnectBlob* blob,
+                                 std::unique_ptr<RecvConnection>* conn) = 0;
+  virtual ncclResult_t connectSend(const TransportContext& ctx, int peer, const ConnectBlob& blob,
+                                   std::unique_ptr<SendConnection>* conn) = 0;
+};
+
+/// Registered transports in priority order.
+const std::vector<Transport*>& transportRegistry();
+/// The transport to use between ctx.rank and peer (nullptr if none can).
+Transport* chooseTransport(const TransportContext& ctx, int peer);
+
+}  // namespace braid
