@@ -1,0 +1,349 @@
+#!/usr/bin/env python3
+"""Side-by-side allreduce comparison of Braid with Open MPI and Gloo on this machine.
+
+One invocation runs, for every requested rank count and transport, Braid's all_reduce_perf
+and the peers' benchmarks (same sizes, ranks, type and op, same nccl-tests output), repeats the
+whole sweep --repeat times with the libraries interleaved inside each repeat, and reports the
+median busbw per size with the min-max spread, Braid's ratio to each peer, the latency at the
+smallest size and, for shared memory, the fraction of the memory bound reached. A short memory
+bandwidth probe before each repeat records how loud the shared machine was.
+
+    bench/compare/compare.py --build-dir build --np 2,4 --transport shm,tcp --repeat 5
+
+See README.md next to this file for the method and the columns.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+from typing import Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import perf_output  # noqa: E402
+import report  # noqa: E402
+import runners  # noqa: E402
+from runners import LIBRARY_TITLES  # noqa: E402
+
+MODE_NAMES = {"out-of-place": "out-of-place", "oop": "out-of-place",
+              "in-place": "in-place", "ip": "in-place"}
+
+
+def parse_size(text: str) -> int:
+    text = text.strip().upper().rstrip("B")
+    for suffix, shift in (("K", 10), ("M", 20), ("G", 30)):
+        if text.endswith(suffix):
+            return int(float(text[:-1]) * (1 << shift))
+    return int(text)
+
+
+def csv_list(text: str) -> List[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description="Compare Braid's allreduce with Open MPI and Gloo (see README.md).")
+    p.add_argument("--build-dir", default="build", help="CMake build folder (default: build)")
+    p.add_argument("--np", default="2,4", help="rank counts, comma separated (default 2,4)")
+    p.add_argument("--transport", default="shm,tcp", help="shm, tcp or both (default shm,tcp)")
+    p.add_argument("--peers", default="mpi,gloo", help="peers besides Braid (default mpi,gloo)")
+    p.add_argument("--min-bytes", default="8", help="smallest size, K/M/G suffixes (default 8)")
+    p.add_argument("--max-bytes", default="64M", help="largest size (default 64M)")
+    p.add_argument("--sizes", help="explicit sizes instead of the doubling sweep, e.g. 8,64K,1M;"
+                   " one invocation per size")
+    p.add_argument("--quick", action="store_true", help="sizes 8,64K,1M,64M only")
+    p.add_argument("--repeat", type=int, default=5, help="repeats of the whole sweep (default 5)")
+    p.add_argument("--iters", type=int, help="timed calls per size for every size (default: "
+                   "by size band, see runners.SIZE_BANDS)")
+    p.add_argument("--dtype", default="float", help="nccl-tests type name (default float)")
+    p.add_argument("--op", default="sum", help="nccl-tests op name (default sum)")
+    p.add_argument("--mode", default="out-of-place", choices=sorted(MODE_NAMES),
+                   help="which columns the tables use (default out-of-place)")
+    p.add_argument("--no-check", action="store_true", help="pass -c 0 (skip result checks)")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help="seconds one invocation may take before it is ended (default 600)")
+    p.add_argument("--json", metavar="FILE", help="write every number and command to FILE")
+    p.add_argument("--plot", metavar="DIR", help="write busbw-vs-size PNGs to DIR")
+    p.add_argument("--nccl", action="store_true",
+                   help="add NVIDIA NCCL (nccl-tests all_reduce_perf on GPUs) when a GPU exists")
+    p.add_argument("--nccl-tests", default=os.environ.get("NCCL_TESTS_ALL_REDUCE_PERF"),
+                   help="NVIDIA nccl-tests all_reduce_perf binary for --nccl")
+    p.add_argument("--no-probe", action="store_true", help="skip the memory bandwidth probe")
+    args = p.parse_args(argv)
+    args.mode = MODE_NAMES[args.mode]
+    args.np = [int(n) for n in csv_list(args.np)]
+    args.transport = csv_list(args.transport)
+    args.peers = csv_list(args.peers)
+    for t in args.transport:
+        if t not in runners.TRANSPORTS:
+            p.error(f"unknown transport {t} (shm, tcp)")
+    for peer in args.peers:
+        if peer not in ("mpi", "gloo"):
+            p.error(f"unknown peer {peer} (mpi, gloo)")
+    if any(n < 1 for n in args.np) or args.repeat < 1:
+        p.error("--np values and --repeat must be positive")
+    args.sizes = [parse_size(s) for s in csv_list(args.sizes)] if args.sizes else None
+    if args.quick:
+        args.sizes = [8, 64 << 10, 1 << 20, 64 << 20]
+    args.min_bytes, args.max_bytes = parse_size(args.min_bytes), parse_size(args.max_bytes)
+    return args
+
+
+class Comparison:
+    """Runs the repeats and keeps every parsed result, failure and probe."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.programs = runners.Programs.in_build(os.path.abspath(args.build_dir))
+        self.libraries = ["braid"] + args.peers
+        self.bands = runners.plan_bands(args.min_bytes, args.max_bytes, args.sizes, args.iters)
+        # (transport, nranks, library) -> one {size: Row} per repeat that produced rows
+        self.samples: Dict[report.Key, List[Dict[int, perf_output.Row]]] = {}
+        self.failures: List[dict] = []
+        self.runs: List[dict] = []
+        self.probes: List[dict] = []
+        self.cpu_others: List[Optional[float]] = []
+        self.skip: Dict[str, str] = {}  # library -> why it cannot run at all
+        self.nccl_note: Optional[str] = None
+
+    def perf_args(self, band: runners.Band) -> List[str]:
+        return band.args() + ["-c", "0" if self.args.no_check else "1",
+                              "-d", self.args.dtype, "-o", self.args.op]
+
+    def cases(self):
+        """(transport, nranks, libraries) in table order."""
+        for transport in self.args.transport:
+            for nranks in self.args.np:
+                libs = [lib for lib in self.libraries if transport in runners.TRANSPORTS_OF[lib]]
+                yield transport, nranks, libs
+
+    def run(self) -> None:
+        for lib in self.libraries:
+            why = self.programs.missing(lib)
+            if why:
+                self.skip[lib] = why
+                self.fail(None, None, None, lib, why)
+        for repeat in range(self.args.repeat):
+            meter = runners.CpuMeter()
+            self.probe(repeat)
+            # Interleaved: every library runs once per case per repeat, and the library that
+            # goes first rotates, so slow drifts of the machine do not favour one of them.
+            for transport, nranks, libs in self.cases():
+                shift = repeat % len(libs)
+                for lib in libs[shift:] + libs[:shift]:
+                    if lib not in self.skip:
+                        self.run_case(repeat, transport, nranks, lib)
+            self.cpu_others.append(meter.others_percent())
+            print(f"# repeat {repeat + 1}/{self.args.repeat} done; CPU used by other processes "
+                  f"meanwhile: {fmt_percent(self.cpu_others[-1])}", file=sys.stderr, flush=True)
+        if self.args.nccl:
+            self.run_nccl()
+
+    def probe(self, repeat: int) -> None:
+        if self.args.no_probe:
+            return
+        values, why = runners.run_stream_probe(self.programs)
+        if why:
+            self.fail(repeat, None, None, "stream_probe", why)
+        self.probes.append({"repeat": repeat, "gbps": {f"{k} {t}": v
+                                                       for (k, t), v in values.items()}})
+
+    def run_case(self, repeat: int, transport: str, nranks: int, lib: str) -> None:
+        rows: Dict[int, perf_output.Row] = {}
+        for band in self.bands:
+            result = runners.run_library(lib, transport, nranks, self.perf_args(band),
+                                         self.programs, self.args.timeout)
+            parsed = perf_output.parse(result.stdout, nranks)
+            self.runs.append({"repeat": repeat, "transport": transport, "nranks": nranks,
+                              "library": lib, "command": result.command,
+                              "returncode": result.returncode, "seconds": result.seconds,
+                              "rows": len(parsed.rows)})
+            expected = set(band_sizes(band))
+            got = {r.size for r in parsed.rows}
+            if result.returncode != 0 or not expected <= got:
+                self.fail(repeat, transport, nranks, lib, describe_failure(result, expected, got))
+                if result.returncode == runners.EXIT_UNSUPPORTED:
+                    self.skip[lib] = "unsupported type/op"
+            for row in parsed.rows:
+                rows[row.size] = row
+            if lib in self.skip:
+                break
+        if rows:
+            self.samples.setdefault((transport, nranks, lib), []).append(rows)
+
+    def run_nccl(self) -> None:
+        gpus = runners.gpu_count()
+        if gpus == 0:
+            self.nccl_note = "NCCL: skipped: no GPU"
+            return
+        if not self.args.nccl_tests or not os.access(self.args.nccl_tests, os.X_OK):
+            self.nccl_note = ("NCCL: skipped: give NVIDIA nccl-tests' all_reduce_perf with "
+                              "--nccl-tests PATH")
+            return
+        notes = []
+        for nranks in self.args.np:
+            if nranks > gpus:
+                notes.append(f"{nranks} ranks skipped ({gpus} GPU(s))")
+                continue
+            for repeat in range(self.args.repeat):
+                rows = {}
+                for band in self.bands:
+                    result = runners.run_nccl_tests(self.args.nccl_tests, nranks,
+                                                    self.perf_args(band), self.args.timeout)
+                    parsed = perf_output.parse(result.stdout, nranks)
+                    if result.returncode != 0 or not parsed.rows:
+                        self.fail(repeat, "gpu", nranks, "nccl",
+                                  describe_failure(result, set(band_sizes(band)),
+                                                   {r.size for r in parsed.rows}))
+                    rows.update({r.size: r for r in parsed.rows})
+                if rows:
+                    self.samples.setdefault(("gpu", nranks, "nccl"), []).append(rows)
+        self.nccl_note = "NCCL (GPU buffers, one process, -g N): " + ("; ".join(notes) or "ran")
+
+    def fail(self, repeat, transport, nranks, lib, message) -> None:
+        self.failures.append({"repeat": repeat, "transport": transport, "nranks": nranks,
+                              "library": lib, "message": message})
+        where = " ".join(str(x) for x in (lib, transport, f"{nranks} ranks" if nranks else None,
+                                          f"repeat {repeat + 1}" if repeat is not None else None)
+                         if x)
+        print(f"# FAILED {where}: {message.splitlines()[0] if message else ''}",
+              file=sys.stderr, flush=True)
+
+
+def band_sizes(band: runners.Band) -> List[int]:
+    sizes, size = [], band.first
+    while size <= band.last:
+        sizes.append(size)
+        size *= 2
+    return sizes
+
+
+def describe_failure(result: runners.RunResult, expected, got) -> str:
+    if result.returncode is None:
+        status = f"timed out after {result.seconds:.0f} s"
+    elif result.returncode != 0:
+        status = f"exit status {result.returncode}"
+    else:
+        status = "exit status 0"
+    missing = sorted(expected - got)
+    text = status
+    if missing:
+        text += f"; no result for {', '.join(report.size_label(s) for s in missing[:6])}" + \
+                (" ..." if len(missing) > 6 else "")
+    tail = "\n".join(result.stderr.strip().splitlines()[-5:])
+    text += f"\n  command: {result.command}"
+    if tail:
+        text += "\n  stderr: " + tail.replace("\n", "\n          ")
+    return text
+
+
+def fmt_percent(value: Optional[float]) -> str:
+    return "unknown" if value is None else f"{value:.0f}%"
+
+
+def median_copy(probes: List[dict]) -> Optional[float]:
+    """Median over the probes of the best copy GB/s with the most threads."""
+    values = []
+    for probe in probes:
+        copies = {int(k.split()[1]): v for k, v in probe["gbps"].items() if k.startswith("copy")}
+        if copies:
+            values.append(copies[max(copies)])
+    return statistics.median(values) if values else None
+
+
+def print_report(c: Comparison) -> dict:
+    args = c.args
+    out = []
+    out.append(f"# Allreduce comparison: {args.dtype} {args.op}, {args.mode}, "
+               f"{args.repeat} repeat(s), median per size; [min-max] = spread of the repeats")
+    out.append(f"# host {platform.node()}, {os.cpu_count()} CPUs, "
+               f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
+               f"invocations per library and case: "
+               + ", ".join(f"{report.size_label(b.first)}..{report.size_label(b.last)} -n "
+                           f"{b.iters} -w {b.warmup}" for b in c.bands))
+    if c.probes:
+        out.append("# memory bandwidth before each repeat (stream_probe, best GB/s, "
+                   "copy/add/triad per thread count):")
+        for probe in c.probes:
+            out.append(f"#   repeat {probe['repeat'] + 1}: {format_probe(probe['gbps'])}")
+    if c.cpu_others:
+        out.append("# CPU used by other processes during each repeat: "
+                   + ", ".join(fmt_percent(v) for v in c.cpu_others))
+    copy = median_copy(c.probes)
+    summary = {}
+    for transport, nranks, libs in c.cases():
+        stats = {lib: report.summarize(c.samples.get((transport, nranks, lib), []), args.mode)
+                 for lib in libs}
+        bound = report.memory_bound(copy, nranks) if transport == "shm" else None
+        title = f"\n== {transport}, {nranks} ranks: busbw GB/s, median [min-max] =="
+        if transport == "shm" and "gloo" in args.peers:
+            title += "  (Gloo has no shared-memory transport: see the tcp tables)"
+        out.append(report.format_table(transport, nranks, libs, stats, title, bound))
+        summary[f"{transport} {nranks}"] = {
+            "memory_bound_gbps": bound,
+            "libraries": {lib: report.stats_to_json(s) for lib, s in stats.items()}}
+        if args.plot:
+            os.makedirs(args.plot, exist_ok=True)
+            path = os.path.join(args.plot, f"busbw_{transport}_np{nranks}.png")
+            why = report.write_plot(path, f"allreduce {args.dtype} {args.op} {args.mode}, "
+                                    f"{transport}, {nranks} ranks (median of {args.repeat})",
+                                    stats, bound)
+            out.append(f"plot: {why or path}")
+    for nranks in args.np:
+        stats = report.summarize(c.samples.get(("gpu", nranks, "nccl"), []), args.mode)
+        if stats:
+            out.append(report.format_table("gpu", nranks, ["nccl"], {"nccl": stats},
+                                           f"\n== NCCL on GPUs, {nranks} ranks ==", None))
+    if c.nccl_note:
+        out.append(f"\n{c.nccl_note}")
+    if c.failures:
+        out.append("\nFAILURES (the other libraries ran regardless):")
+        for f in c.failures:
+            where = " ".join(str(x) for x in (LIBRARY_TITLES.get(f["library"], f["library"]),
+                                              f["transport"],
+                                              f"{f['nranks']} ranks" if f["nranks"] else None,
+                                              f"repeat {f['repeat'] + 1}"
+                                              if f["repeat"] is not None else None) if x)
+            out.append(f"- {where}: {f['message']}")
+    else:
+        out.append("\nno failures")
+    print("\n".join(out), flush=True)
+    return summary
+
+
+def format_probe(gbps: Dict[str, float]) -> str:
+    """{"copy 1": 26.5, ...} as "1 thread 26.5/18.7/18.0, 2 threads ..."."""
+    threads = sorted({int(k.split()[1]) for k in gbps})
+    parts = []
+    for t in threads:
+        values = "/".join(f"{gbps[f'{k} {t}']:.1f}" if f"{k} {t}" in gbps else "-"
+                          for k in ("copy", "add", "triad"))
+        parts.append(f"{t} thread{'s' if t > 1 else ''} {values}")
+    return ", ".join(parts) if parts else "no data"
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
+    comparison = Comparison(args)
+    comparison.run()
+    summary = print_report(comparison)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"arguments": vars(args), "host": platform.node(),
+                       "bands": [vars(b) for b in comparison.bands],
+                       "probes": comparison.probes, "cpu_others_percent": comparison.cpu_others,
+                       "summary": summary, "runs": comparison.runs,
+                       "failures": comparison.failures, "nccl": comparison.nccl_note},
+                      f, indent=1)
+        print(f"json: {args.json}")
+    measured = any(comparison.samples.values())
+    return 0 if measured and not comparison.failures else (1 if measured else 2)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

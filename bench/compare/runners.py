@@ -1,0 +1,291 @@
+"""How each library's benchmark is started, and the machine probes taken around the runs.
+
+Every library runs the same nccl-tests style program interface (-b -e -f -n -w -c -d -o) and
+prints the same columns; only the launcher and the transport switches differ:
+
+  Braid  braidrun -n N all_reduce_perf ...        tcp: NCCL_SHM_DISABLE=1
+  MPI    mpirun -np N mpi_allreduce_perf ...      tcp: --mca pml ob1 --mca btl self,tcp ...
+  Gloo   N processes started here (rank/size/store in the environment), TCP on 127.0.0.1 only
+
+Each run gets its own process group, so a timeout ends the whole run (launcher and ranks) and
+nothing else.
+"""
+
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from typing import Dict, List, Optional, Tuple
+
+LIBRARIES = ("braid", "mpi", "gloo")
+LIBRARY_TITLES = {"braid": "Braid", "mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL"}
+TRANSPORTS = ("shm", "tcp")
+# Gloo has TCP only; its numbers appear in the TCP tables alone.
+TRANSPORTS_OF = {"braid": TRANSPORTS, "mpi": TRANSPORTS, "gloo": ("tcp",)}
+
+# Exit status the peer programs use for "this type/op is not supported by the library".
+EXIT_UNSUPPORTED = 3
+
+# Timed calls per size band. The perf programs take one -n per invocation, so a sweep is split
+# where the per-call time changes by orders of magnitude: many calls where a call takes
+# microseconds (latency needs them), few where a call takes tens of milliseconds (a 64 MiB
+# allreduce over loopback TCP with 4 ranks on 2 cores takes about 0.1 s).
+SIZE_BANDS = ((64 << 10, 50, 5), (4 << 20, 20, 2), (1 << 62, 5, 1))  # (up to bytes, -n, -w)
+
+
+@dataclasses.dataclass
+class Band:
+    """One invocation of a perf program: sizes first..last doubling, with its iteration counts."""
+
+    first: int
+    last: int
+    iters: int
+    warmup: int
+
+    def args(self) -> List[str]:
+        return ["-b", str(self.first), "-e", str(self.last), "-f", "2", "-n", str(self.iters),
+                "-w", str(self.warmup)]
+
+
+def plan_bands(min_bytes: int, max_bytes: int, sizes: Optional[List[int]] = None,
+               iters: Optional[int] = None) -> List[Band]:
+    """Splits the doubling sweep min..max (or the explicit size list, one invocation per size)
+    into invocations by SIZE_BANDS; iters, when given, applies to all sizes."""
+
+    def counts(size):
+        for limit, n, w in SIZE_BANDS:
+            if size <= limit:
+                return (iters, max(1, min(w, iters))) if iters else (n, w)
+        return SIZE_BANDS[-1][1:]
+
+    if sizes:
+        return [Band(s, s, *counts(s)) for s in sorted(set(sizes))]
+    bands: List[Band] = []
+    size = min_bytes
+    while size <= max_bytes:
+        n, w = counts(size)
+        if bands and (bands[-1].iters, bands[-1].warmup) == (n, w):
+            bands[-1].last = size
+        else:
+            bands.append(Band(size, size, n, w))
+        size *= 2
+    return bands
+
+
+@dataclasses.dataclass
+class Programs:
+    braidrun: str
+    all_reduce_perf: str
+    mpi_allreduce_perf: str
+    gloo_allreduce_perf: str
+    stream_probe: str
+    mpirun: Optional[str]
+
+    @staticmethod
+    def in_build(build_dir: str) -> "Programs":
+        bench = os.path.join(build_dir, "bench")
+        return Programs(
+            braidrun=os.path.join(build_dir, "bin", "braidrun"),
+            all_reduce_perf=os.path.join(bench, "all_reduce_perf"),
+            mpi_allreduce_perf=os.path.join(bench, "mpi_allreduce_perf"),
+            gloo_allreduce_perf=os.path.join(bench, "gloo_allreduce_perf"),
+            stream_probe=os.path.join(bench, "stream_probe"),
+            mpirun=shutil.which("mpirun"))
+
+    def missing(self, library: str) -> Optional[str]:
+        """Why `library` cannot run here, or None."""
+        needed = {"braid": [self.braidrun, self.all_reduce_perf],
+                  "mpi": [self.mpi_allreduce_perf], "gloo": [self.gloo_allreduce_perf]}[library]
+        for path in needed:
+            if not os.access(path, os.X_OK):
+                return f"{path} is not built (cmake --build <build> --target " \
+                       f"{os.path.basename(path)})"
+        if library == "mpi" and not self.mpirun:
+            return "mpirun not found (apt-get install openmpi-bin)"
+        return None
+
+
+@dataclasses.dataclass
+class RunResult:
+    command: str
+    returncode: Optional[int]  # None on timeout
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+def _read(path: str) -> str:
+    with open(path, "r", errors="replace") as f:
+        return f.read()
+
+
+def _end_group(proc: subprocess.Popen) -> None:
+    """Ends the process group this module started for one run (launcher and its ranks)."""
+    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_command(argv: List[str], env: Dict[str, str], timeout: float) -> RunResult:
+    """Runs one launcher command; output goes through files so that no pipe can fill up."""
+    start = time.monotonic()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env, start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _end_group(proc)
+            rc = None
+        out.seek(0)
+        err.seek(0)
+        return RunResult(" ".join(argv), rc, out.read(), err.read(), time.monotonic() - start)
+
+
+def run_gloo(nranks: int, argv: List[str], env: Dict[str, str], timeout: float) -> RunResult:
+    """Gloo's launcher: nranks processes with GLOO_PERF_RANK/SIZE and a fresh FileStore
+    directory. Rank 0's stdout is the result; every rank's stderr is kept. When one rank fails
+    the others would wait for it until their own timeout, so they are ended."""
+    start = time.monotonic()
+    store = tempfile.mkdtemp(prefix="gloo_perf_store.")
+    logs = tempfile.mkdtemp(prefix="gloo_perf_logs.")
+    procs = []
+    try:
+        for rank in range(nranks):
+            rank_env = dict(env, GLOO_PERF_RANK=str(rank), GLOO_PERF_SIZE=str(nranks),
+                            GLOO_PERF_STORE=store)
+            with open(os.path.join(logs, f"{rank}.out"), "w") as out, \
+                    open(os.path.join(logs, f"{rank}.err"), "w") as err:
+                procs.append(subprocess.Popen(argv, stdout=out, stderr=err, env=rank_env,
+                                              start_new_session=True))
+        deadline = start + timeout
+        first_failure, timed_out = None, False
+        while True:
+            codes = [p.poll() for p in procs]
+            if all(c is not None for c in codes):
+                break
+            now = time.monotonic()
+            failed = [c for c in codes if c not in (None, 0)]
+            if failed and first_failure is None:
+                first_failure = (now, failed[0])
+            if first_failure is not None and now - first_failure[0] > 2.0:
+                break
+            if now > deadline:
+                timed_out = True
+                break
+            time.sleep(0.05)
+        for p in procs:
+            if p.poll() is None:
+                _end_group(p)
+        if timed_out:
+            rc = None
+        elif first_failure is not None:
+            rc = first_failure[1]
+        else:
+            rc = next((p.returncode for p in procs if p.returncode != 0), 0)
+        stderr = "".join(f"[rank {r}] {line}\n" for r in range(nranks)
+                         for line in _read(os.path.join(logs, f"{r}.err")).splitlines())
+        return RunResult(f"gloo launcher -n {nranks}: " + " ".join(argv), rc,
+                         _read(os.path.join(logs, "0.out")), stderr, time.monotonic() - start)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                _end_group(p)
+        shutil.rmtree(store, ignore_errors=True)
+        shutil.rmtree(logs, ignore_errors=True)
+
+
+def run_library(library: str, transport: str, nranks: int, perf_args: List[str],
+                programs: Programs, timeout: float,
+                extra_env: Optional[Dict[str, str]] = None) -> RunResult:
+    env = dict(os.environ)
+    env.update(extra_env or {})
+    if library == "braid":
+        if transport == "tcp":
+            env["NCCL_SHM_DISABLE"] = "1"
+        argv = [programs.braidrun, "-n", str(nranks), programs.all_reduce_perf] + perf_args
+        return run_command(argv, env, timeout)
+    if library == "mpi":
+        argv = [programs.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(nranks)]
+        if transport == "tcp":
+            argv += ["--mca", "pml", "ob1", "--mca", "btl", "self,tcp",
+                     "--mca", "btl_tcp_if_include", "lo"]
+        argv += [programs.mpi_allreduce_perf] + perf_args
+        return run_command(argv, env, timeout)
+    if library == "gloo":
+        return run_gloo(nranks, [programs.gloo_allreduce_perf] + perf_args, env, timeout)
+    raise ValueError(f"unknown library {library}")
+
+
+def run_stream_probe(programs: Programs, timeout: float = 60.0) -> Tuple[Dict, Optional[str]]:
+    """{(kernel, threads): best GB/s} from stream_probe, or ({}, why not)."""
+    if not os.access(programs.stream_probe, os.X_OK):
+        return {}, f"{programs.stream_probe} is not built"
+    result = run_command([programs.stream_probe, "-s", "128", "-r", "5"], dict(os.environ),
+                         timeout)
+    if result.returncode != 0:
+        return {}, f"stream_probe failed ({result.returncode}): {result.stderr.strip()[:200]}"
+    probe = {}
+    for line in result.stdout.splitlines():
+        fields = line.split()
+        if len(fields) == 4 and not line.startswith("#"):
+            probe[(fields[0], int(fields[1]))] = float(fields[2])
+    return probe, None if probe else "stream_probe printed no rows"
+
+
+def gpu_count() -> int:
+    """GPUs visible to NVIDIA's driver here (0 without a driver)."""
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+            return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+        except (OSError, subprocess.TimeoutExpired):
+            return 0
+    return sum(1 for name in os.listdir("/dev") if name.startswith("nvidia")
+               and name[len("nvidia"):].isdigit()) if os.path.isdir("/dev") else 0
+
+
+def run_nccl_tests(binary: str, ngpus: int, perf_args: List[str], timeout: float) -> RunResult:
+    """NVIDIA's nccl-tests all_reduce_perf, one process driving ngpus GPUs (-g)."""
+    return run_command([binary, "-g", str(ngpus)] + perf_args, dict(os.environ), timeout)
+
+
+class CpuMeter:
+    """CPU time the whole machine spent busy versus what this process and its children used:
+    the difference is what other work on the machine took while the comparison ran."""
+
+    def __init__(self):
+        self._start = self._sample()
+
+    @staticmethod
+    def _sample():
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        ticks = os.sysconf("SC_CLK_TCK")
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+        own = os.times()
+        return (sum(fields) / ticks, (sum(fields) - idle) / ticks,
+                own.user + own.system + own.children_user + own.children_system,
+                time.monotonic())
+
+    def others_percent(self) -> Optional[float]:
+        """Share of the machine's CPU capacity used by other processes since construction."""
+        try:
+            end = self._sample()
+        except OSError:
+            return None
+        total = end[0] - self._start[0]
+        if total <= 0:
+            return None
+        others = (end[1] - self._start[1]) - (end[2] - self._start[2])
+        return max(0.0, 100.0 * others / total)
