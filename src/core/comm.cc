@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_set>
 
@@ -157,6 +158,10 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
       needTcp = true;
   if (needTcp) BRAID_TRY(findInterfaceAddress(&ctx.tcpAddress, nullptr));
   BRAID_TRY(connectNeighbours(comm, ctx));
+  // Proxy threads move TCP data: a rank spinning on a core they need only delays them.
+  for (auto& c : comm->sendTo)
+    if (c && comm->config.spinIters < 0 && std::string(c->transportName()) == "tcp")
+      comm->policy.spinIters = std::min(comm->policy.spinIters, 100);
   comm->initialized = true;
   BRAID_INFO(kSubsysInit, "comm %p rank %d nranks %d pid %d - Init COMPLETE (spin %d)",
              static_cast<void*>(comm), rank, nranks, me.pid, comm->policy.spinIters);
