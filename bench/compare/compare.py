@@ -112,7 +112,8 @@ class Comparison:
         self.nccl_note: Optional[str] = None
 
     def perf_args(self, band: runners.Band) -> List[str]:
-        return band.args() + ["-c", "0" if self.args.no_check else "1",
+        # -a 3: every library reports the slowest rank's average call time.
+        return band.args() + ["-a", "3", "-c", "0" if self.args.no_check else "1",
                               "-d", self.args.dtype, "-o", self.args.op]
 
     def cases(self):

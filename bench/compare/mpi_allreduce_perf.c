@@ -8,6 +8,7 @@
  * result compared exactly (integer-valued inputs), #wrong summed over ranks.
  *
  * Run with mpirun; the transport is whatever Open MPI's MCA settings select. */
+#include <limits.h>
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,11 @@ static int run(bench* b) {
   size_t elem = perf_type_size(o->type);
   size_t max_count = o->max_bytes / elem;
   if (max_count == 0) max_count = 1;
+  if (max_count > (size_t)INT_MAX) { /* MPI counts are int */
+    if (b->rank == 0)
+      fprintf(stderr, "%s: -e %zu is more than INT_MAX elements\n", kProgram, o->max_bytes);
+    return 2;
+  }
   if (posix_memalign(&b->send, 4096, max_count * elem) ||
       posix_memalign(&b->recv, 4096, max_count * elem)) {
     fprintf(stderr, "%s: rank %d cannot allocate 2 x %zu bytes\n", kProgram, b->rank,

@@ -3,7 +3,7 @@
 Every library runs the same nccl-tests style program interface (-b -e -f -n -w -c -d -o) and
 prints the same columns; only the launcher and the transport switches differ:
 
-  Braid  braidrun -n N all_reduce_perf ...        tcp: NCCL_SHM_DISABLE=1
+  Braid  braidrun -n N all_reduce_perf ...        tcp: NCCL_SHM_DISABLE=1, NCCL_SOCKET_IFNAME=lo
   MPI    mpirun -np N mpi_allreduce_perf ...      tcp: --mca pml ob1 --mca btl self,tcp ...
   Gloo   N processes started here (rank/size/store in the environment), TCP on 127.0.0.1 only
 
@@ -146,6 +146,9 @@ def run_command(argv: List[str], env: Dict[str, str], timeout: float) -> RunResu
         except subprocess.TimeoutExpired:
             _end_group(proc)
             rc = None
+        except BaseException:  # Ctrl-C: the run's own session would not see it
+            _end_group(proc)
+            raise
         out.seek(0)
         err.seek(0)
         return RunResult(" ".join(argv), rc, out.read(), err.read(), time.monotonic() - start)
@@ -212,6 +215,8 @@ def run_library(library: str, transport: str, nranks: int, perf_args: List[str],
     if library == "braid":
         if transport == "tcp":
             env["NCCL_SHM_DISABLE"] = "1"
+            # Loopback, like the peers (MPI: btl_tcp_if_include lo, Gloo: 127.0.0.1).
+            env.setdefault("NCCL_SOCKET_IFNAME", "lo")
         argv = [programs.braidrun, "-n", str(nranks), programs.all_reduce_perf] + perf_args
         return run_command(argv, env, timeout)
     if library == "mpi":
