@@ -86,6 +86,28 @@ ReduceFn reduceFor(Variant variant) {
   }
 }
 
+Conversions conversionsFor(Variant variant) {
+  if (reduceFor(variant) == nullptr) return {};
+  switch (variant) {
+    case Variant::kScalar:
+      return {decodeScalar, encodeScalar};
+#if defined(BRAID_KERNELS_AVX2)
+    case Variant::kAvx2:
+      return {decodeAvx2, encodeAvx2};
+#endif
+#if defined(BRAID_KERNELS_AVX512)
+    case Variant::kAvx512:
+      return {decodeAvx512, encodeAvx512};
+#endif
+#if defined(BRAID_KERNELS_AVX512BF16)
+    case Variant::kAvx512Bf16:
+      return {decodeAvx512, encodeAvx512Bf16};
+#endif
+    default:
+      return {};
+  }
+}
+
 const char* variantName(Variant variant) {
   static const char* const names[kVariantCount] = {"scalar", "avx2", "avx512", "avx512bf16"};
   return names[static_cast<int>(variant)];

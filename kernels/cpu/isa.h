@@ -33,6 +33,16 @@ Variant selectedVariant();
 /// to src are skipped). Shared by every variant: memcpy is already vectorised by the C library.
 void copyBytes(void* out0, void* out1, const void* src, std::size_t bytes);
 
+/// The narrow-float conversions of a variant (fp16, bf16, fp8 e4m3/e5m2; other dtypes do
+/// nothing), as the reduce uses them: exposed so tests can sweep them over any float.
+struct Conversions {
+  void (*decode)(int dtype, const void* src, float* dst, std::size_t n) = nullptr;
+  void (*encode)(int dtype, const float* src, void* dst, std::size_t n) = nullptr;
+};
+
+/// The conversions of a variant; both nullptr when reduceFor(variant) is nullptr.
+Conversions conversionsFor(Variant variant);
+
 // Variant entry points, each in its own translation unit compiled for its ISA.
 void reduceScalar(const ReduceOp& op, void* out0, void* out1, const void* acc, const void* local,
                   std::size_t count, unsigned flags);
@@ -42,5 +52,13 @@ void reduceAvx512(const ReduceOp& op, void* out0, void* out1, const void* acc, c
                   std::size_t count, unsigned flags);
 void reduceAvx512Bf16(const ReduceOp& op, void* out0, void* out1, const void* acc,
                       const void* local, std::size_t count, unsigned flags);
+
+void decodeScalar(int dtype, const void* src, float* dst, std::size_t n);
+void encodeScalar(int dtype, const float* src, void* dst, std::size_t n);
+void decodeAvx2(int dtype, const void* src, float* dst, std::size_t n);
+void encodeAvx2(int dtype, const float* src, void* dst, std::size_t n);
+void decodeAvx512(int dtype, const void* src, float* dst, std::size_t n);
+void encodeAvx512(int dtype, const float* src, void* dst, std::size_t n);
+void encodeAvx512Bf16(int dtype, const float* src, void* dst, std::size_t n);
 
 }  // namespace braid::kernels::cpu

@@ -49,4 +49,12 @@ void reduceAvx2(const ReduceOp& op, void* out0, void* out1, const void* acc, con
   reduceAll<Avx2Conversions>(op, out0, out1, acc, local, count, flags);
 }
 
+void decodeAvx2(int dtype, const void* src, float* dst, std::size_t n) {
+  decodeAll<Avx2Conversions>(dtype, src, dst, n);
+}
+
+void encodeAvx2(int dtype, const float* src, void* dst, std::size_t n) {
+  encodeAll<Avx2Conversions>(dtype, src, dst, n);
+}
+
 }  // namespace braid::kernels::cpu

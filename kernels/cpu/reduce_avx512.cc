@@ -114,7 +114,23 @@ void reduceAvx512(const ReduceOp& op, void* out0, void* out1, const void* acc, c
   reduceAll<Avx512Conversions<false>>(op, out0, out1, acc, local, count, flags);
 }
 
+void decodeAvx512(int dtype, const void* src, float* dst, std::size_t n) {
+  decodeAll<Avx512Conversions<false>>(dtype, src, dst, n);
+}
+
+void encodeAvx512(int dtype, const float* src, void* dst, std::size_t n) {
+  encodeAll<Avx512Conversions<false>>(dtype, src, dst, n);
+}
+
 #if defined(BRAID_KERNELS_AVX512BF16)
+void encodeAvx512Bf16(int dtype, const float* src, void* dst, std::size_t n) {
+  if (dtype == dtype::kBfloat16) {
+    encodeBf16Hardware(src, static_cast<std::uint16_t*>(dst), n);
+  } else {
+    encodeAvx512(dtype, src, dst, n);
+  }
+}
+
 // Only bf16 differs from reduceAvx512, so only bf16 gets its own instantiation.
 void reduceAvx512Bf16(const ReduceOp& op, void* out0, void* out1, const void* acc,
                       const void* local, std::size_t count, unsigned flags) {

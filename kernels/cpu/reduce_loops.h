@@ -260,4 +260,38 @@ void reduceAll(const ReduceOp& op, void* out0, void* out1, const void* acc, cons
   }
 }
 
+/// decode/encode of Conversions for one variant (narrow floats only).
+template <class Simd>
+void decodeAll(int d, const void* src, float* dst, std::size_t n) {
+  switch (d) {
+    case dtype::kFloat16:
+      return Simd::template decode<dtype::kFloat16>(static_cast<const std::uint16_t*>(src), dst, n);
+    case dtype::kBfloat16:
+      return Simd::template decode<dtype::kBfloat16>(static_cast<const std::uint16_t*>(src), dst,
+                                                     n);
+    case dtype::kFp8E4M3:
+      return Simd::template decode<dtype::kFp8E4M3>(static_cast<const std::uint8_t*>(src), dst, n);
+    case dtype::kFp8E5M2:
+      return Simd::template decode<dtype::kFp8E5M2>(static_cast<const std::uint8_t*>(src), dst, n);
+    default:
+      return;
+  }
+}
+
+template <class Simd>
+void encodeAll(int d, const float* src, void* dst, std::size_t n) {
+  switch (d) {
+    case dtype::kFloat16:
+      return Simd::template encode<dtype::kFloat16>(src, static_cast<std::uint16_t*>(dst), n);
+    case dtype::kBfloat16:
+      return Simd::template encode<dtype::kBfloat16>(src, static_cast<std::uint16_t*>(dst), n);
+    case dtype::kFp8E4M3:
+      return Simd::template encode<dtype::kFp8E4M3>(src, static_cast<std::uint8_t*>(dst), n);
+    case dtype::kFp8E5M2:
+      return Simd::template encode<dtype::kFp8E5M2>(src, static_cast<std::uint8_t*>(dst), n);
+    default:
+      return;
+  }
+}
+
 }  // namespace braid::kernels::cpu

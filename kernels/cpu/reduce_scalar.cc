@@ -23,4 +23,12 @@ void reduceScalar(const ReduceOp& op, void* out0, void* out1, const void* acc, c
   reduceAll<PortableConversions>(op, out0, out1, acc, local, count, flags);
 }
 
+void decodeScalar(int dtype, const void* src, float* dst, std::size_t n) {
+  decodeAll<PortableConversions>(dtype, src, dst, n);
+}
+
+void encodeScalar(int dtype, const float* src, void* dst, std::size_t n) {
+  encodeAll<PortableConversions>(dtype, src, dst, n);
+}
+
 }  // namespace braid::kernels::cpu
