@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace braid::bench {
 namespace {
@@ -32,9 +33,11 @@ void failNccl(ncclResult_t result, const char* call, const char* file, int line,
   gethostname(hostname, sizeof(hostname) - 1);
   if (char* dot = std::strchr(hostname, '.')) *dot = '\0';
   const char* lastError = ncclGetLastError(comm);
-  std::printf("%s: Test NCCL failure %s:%d '%s / %s' (rank %d, pid %d, in %s)\n", hostname, file,
-              line, ncclGetErrorString(result), lastError ? lastError : "", rank,
-              static_cast<int>(getpid()), call);
+  const char* slash = std::strrchr(file, '/');
+  std::string callee(call, std::strcspn(call, "("));  // the function, without its arguments
+  std::printf("%s: Test NCCL failure %s:%d '%s / %s' (%s on rank %d, pid %d)\n", hostname,
+              slash ? slash + 1 : file, line, ncclGetErrorString(result),
+              lastError ? lastError : "", callee.c_str(), rank, static_cast<int>(getpid()));
   exitNow(kTestNcclError);
 }
 
