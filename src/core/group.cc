@@ -91,14 +91,16 @@ ncclResult_t groupEnd() {
   } else {
     std::vector<std::promise<Outcome>> done(order.size());
     std::vector<std::future<Outcome>> results;
-    for (size_t i = 0; i < order.size(); i++) {
+    // The calling thread takes the first communicator's share itself: one hand-off fewer.
+    for (size_t i = 1; i < order.size(); i++) {
       results.push_back(done[i].get_future());
       ncclComm* comm = order[i];
       auto* list = &byComm[comm];
       auto* promise = &done[i];
       comm->worker.submit([comm, list, promise] { promise->set_value(runTasks(comm, *list)); });
     }
-    for (size_t i = 0; i < order.size(); i++) outcomes[i] = results[i].get();
+    outcomes[0] = runTasks(order[0], byComm[order[0]]);
+    for (size_t i = 1; i < order.size(); i++) outcomes[i] = results[i - 1].get();
   }
   for (size_t i = 0; i < order.size(); i++) {
     if (outcomes[i].code != ncclSuccess) {

@@ -3,7 +3,9 @@
 #include <sys/socket.h>
 
 #include <cstdlib>
+#include <chrono>
 #include <mutex>
+#include <thread>
 
 #include "util/log.h"
 #include "util/socket.h"
@@ -36,6 +38,13 @@ TcpProxy::~TcpProxy() {
   if (thread_.joinable()) thread_.join();
   for (int& fd : fds_) closeFd(fd);
   free(mem_);
+}
+
+void TcpProxy::drain(double seconds, const std::atomic<uint32_t>* abort) {
+  Deadline deadline = Deadline::after(seconds);
+  while (!failed_.load() && fifo_->tail.load() != fifo_->head.load() && !deadline.expired() &&
+         !(abort && abort->load()))
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
 }
 
 ncclResult_t TcpProxy::check() {

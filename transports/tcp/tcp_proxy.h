@@ -20,6 +20,8 @@ class TcpProxy : public LivenessCheck {
   ~TcpProxy() override;
 
   FifoControl* fifo() const { return fifo_; }
+  /// Send side: waits (bounded, unless `abort` is raised) until every posted slot is on the wire.
+  void drain(double seconds, const std::atomic<uint32_t>* abort);
   /// ncclRemoteError once the socket side failed (peer closed, reset, unreachable).
   ncclResult_t check() override;
 

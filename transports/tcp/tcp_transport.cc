@@ -96,13 +96,19 @@ class TcpRecv : public RecvConnection {
 
 class TcpSend : public SendConnection {
  public:
-  explicit TcpSend(std::unique_ptr<TcpProxy> proxy) : proxy_(std::move(proxy)) {
+  TcpSend(std::unique_ptr<TcpProxy> proxy, const std::atomic<uint32_t>* abort, double timeoutS)
+      : proxy_(std::move(proxy)), abort_(abort), timeoutS_(timeoutS) {
     fifo_.attach(proxy_->fifo(), proxy_.get());
   }
+  // A rank that finished its last operation may destroy its communicator while its final slots
+  // are still queued: they must reach the peer first (an abort skips this).
+  ~TcpSend() override { proxy_->drain(timeoutS_, abort_); }
   const char* transportName() const override { return "tcp"; }
 
  private:
   std::unique_ptr<TcpProxy> proxy_;
+  const std::atomic<uint32_t>* abort_;
+  double timeoutS_;
 };
 
 class TcpTransport : public Transport {
@@ -156,8 +162,9 @@ class TcpTransport : public Transport {
         return addContext(r, "TCP connection to rank %d", peer);
       }
     }
-    *conn = std::make_unique<TcpSend>(std::make_unique<TcpProxy>(TcpProxy::kSend, std::move(fds),
-                                                                 ctx.nslots, ctx.slotBytes, peer));
+    *conn = std::make_unique<TcpSend>(
+        std::make_unique<TcpProxy>(TcpProxy::kSend, std::move(fds), ctx.nslots, ctx.slotBytes, peer),
+        ctx.policy.abort, ctx.policy.timeoutS);
     return ncclSuccess;
   }
 };
