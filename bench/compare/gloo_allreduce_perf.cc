@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
     if (rank == 0)
       std::fprintf(stderr, "%s: Gloo has no %s %s allreduce (unsupported by this peer)\n", kProgram,
                    perf_type_name(opts.type), perf_op_name(opts.op));
-    return 3;
+    return PERF_EXIT_UNSUPPORTED;
   }
   // No exception may escape main: a failed rendezvous or transport error becomes a message
   // and an exit status that compare.py reports.

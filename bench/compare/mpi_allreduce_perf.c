@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
     if (b.rank == 0)
       fprintf(stderr, "%s: MPI has no built-in %s %s allreduce (unsupported by this peer)\n",
               kProgram, perf_type_name(b.opts.type), perf_op_name(b.opts.op));
-    rc = 3;
+    rc = PERF_EXIT_UNSUPPORTED;
   }
   if (rc == 0) rc = run(&b); /* 1 when a result was wrong */
   MPI_Finalize();

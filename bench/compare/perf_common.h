@@ -15,6 +15,10 @@
 extern "C" {
 #endif
 
+/* Exit status of a peer benchmark asked for a type or op its library lacks (sysexits'
+ * EX_UNAVAILABLE), apart from 1 (a wrong result) and 2 (bad arguments). */
+#define PERF_EXIT_UNSUPPORTED 69
+
 /* Element types, named as nccl-tests names them (-d). */
 typedef enum {
   PERF_INT8,

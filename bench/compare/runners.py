@@ -26,8 +26,9 @@ TRANSPORTS = ("shm", "tcp")
 # Gloo has TCP only; its numbers appear in the TCP tables alone.
 TRANSPORTS_OF = {"braid": TRANSPORTS, "mpi": TRANSPORTS, "gloo": ("tcp",)}
 
-# Exit status the peer programs use for "this type/op is not supported by the library".
-EXIT_UNSUPPORTED = 3
+# Exit status the peer programs of this folder use for "this type/op is not supported by the
+# library" (PERF_EXIT_UNSUPPORTED in perf_common.h).
+EXIT_UNSUPPORTED = 69
 
 # Timed calls per size band. The perf programs take one -n per invocation, so a sweep is split
 # where the per-call time changes by orders of magnitude: many calls where a call takes

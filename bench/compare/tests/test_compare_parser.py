@@ -1,7 +1,7 @@
 """compare.py's reading of nccl-tests style output, on captured and hand-made samples.
 
-samples/ holds the peers' real output (mpi_allreduce_perf with 2 ranks, gloo_allreduce_perf
-with 4 ranks), the classic nccl-tests layout (fixed two-decimal bandwidths, a wrong count) and a
+samples/ holds real output of Braid's all_reduce_perf (4 ranks, TCP) and of the peers
+(mpi_allreduce_perf with 2 ranks, gloo_allreduce_perf with 4 ranks), the classic nccl-tests layout (fixed two-decimal bandwidths, a wrong count) and a
 launcher-tagged output with N/A columns. If a program's layout drifts, or the parser does, the
 numbers below stop matching. Run: python3 -m unittest test_compare_parser (from this folder).
 """
@@ -33,6 +33,19 @@ class ParserTest(unittest.TestCase):
                 self.assertAlmostEqual(mode.busbw, mode.printed_busbw,
                                        delta=0.006 + 0.01 * mode.printed_busbw)
                 self.assertAlmostEqual(mode.busbw / mode.algbw, 2.0 * (nranks - 1) / nranks)
+
+    def test_braid_output(self):
+        # braidrun -n 4 all_reduce_perf with NCCL_SHM_DISABLE=1 (TCP)
+        parsed = perf_output.parse(sample("braid_all_reduce_perf_tcp_np4.txt"))
+        self.assertEqual(parsed.nranks, 4)
+        self.assertEqual([r.size for r in parsed.rows], [8 * 8 ** k for k in range(8)])
+        row = parsed.row(2097152)
+        oop, ip = row.modes["out-of-place"], row.modes["in-place"]
+        self.assertEqual((oop.time_us, ip.time_us), (2854.34, 3163.50))
+        self.assertAlmostEqual(oop.busbw, 2097152 / 2854.34e3 * 1.5, places=9)
+        self.assertEqual(parsed.row(8).modes["out-of-place"].time_us, 203.10)
+        self.assertEqual((parsed.total_wrong, parsed.out_of_bounds), (0, 0))
+        self.assert_consistent(parsed, 4)
 
     def test_mpi_peer_output(self):
         parsed = perf_output.parse(sample("mpi_allreduce_perf_np2.txt"))
