@@ -5,10 +5,16 @@
 // policies live in anonymous namespaces, so each instantiation has internal linkage: the linker
 // can never merge an AVX-512 instantiation into the portable variant (a SIGILL on older CPUs).
 //
-// A policy provides, for every narrow float dtype D (fp16, bf16, fp8):
-//   template <int D> static void decode(const Storage* src, float* dst, std::size_t n);
-//   template <int D> static void encode(const float* src, Storage* dst, std::size_t n);
-// bit-identical to ElementType<D>::load/store; decodeLoop/encodeLoop below are the portable form.
+// A policy says which narrow float dtypes D (fp16, bf16, fp8) it converts with its own vector
+// routines, kBlock elements (one register) at a time, bit-identical to ElementType<D>::load/store:
+//   static constexpr std::size_t kBlock;
+//   template <int D> static constexpr bool decodesBlocks();  // decodeBlock<D> exists
+//   template <int D> static constexpr bool encodesBlocks();  // encodeBlock<D> exists
+//   template <int D> static void decodeBlock(const Storage* src, float* dst);
+//   template <int D> static void encodeBlock(const float* src, Storage* dst);
+// Other dtypes use the scalar definitions in long loops, which the compiler vectorises (under
+// -fno-trapping-math). Short fixed-length loops over them compile poorly, hence no portable
+// block form.
 #pragma once
 
 #include <cstddef>
@@ -46,16 +52,36 @@ const T* offsetBy(const void* p, std::size_t elements) {
   return static_cast<const T*>(p) + elements;
 }
 
-// ---- Portable conversion loops (the compiler vectorises them under -fno-trapping-math) -------
+// ---- Conversions ----------------------------------------------------------------------------
+
+template <int D>
+using StorageOf = typename ElementType<D>::Storage;
+
+/// Elements per chunk of the fused narrow loop when a dtype has no register-block routines.
+inline constexpr std::size_t kChunkElements = 256;
 
 template <class Simd, int D>
-void decodeLoop(const typename ElementType<D>::Storage* src, float* dst, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] = ElementType<D>::load(src[i]);
+void decodeN(const StorageOf<D>* src, float* dst, std::size_t n) {
+  std::size_t whole = 0;
+  if constexpr (Simd::template decodesBlocks<D>()) {
+    whole = n - n % Simd::kBlock;
+    for (std::size_t i = 0; i < whole; i += Simd::kBlock) {
+      Simd::template decodeBlock<D>(src + i, dst + i);
+    }
+  }
+  for (std::size_t i = whole; i < n; ++i) dst[i] = ElementType<D>::load(src[i]);
 }
 
 template <class Simd, int D>
-void encodeLoop(const float* src, typename ElementType<D>::Storage* dst, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] = ElementType<D>::store(src[i]);
+void encodeN(const float* src, StorageOf<D>* dst, std::size_t n) {
+  std::size_t whole = 0;
+  if constexpr (Simd::template encodesBlocks<D>()) {
+    whole = n - n % Simd::kBlock;
+    for (std::size_t i = 0; i < whole; i += Simd::kBlock) {
+      Simd::template encodeBlock<D>(src + i, dst + i);
+    }
+  }
+  for (std::size_t i = whole; i < n; ++i) dst[i] = ElementType<D>::store(src[i]);
 }
 
 // ---- Element-wise loops ----------------------------------------------------------------------
@@ -63,17 +89,105 @@ void encodeLoop(const float* src, typename ElementType<D>::Storage* dst, std::si
 // between iterations; without it the compiler would add overlap checks and run exact aliasing
 // (in-place reduction, the common case) through its scalar fallback.
 
-/// out0[i] = out1[i] = acc[i] OP local[i]: the hot path (no pre/post).
-template <class Simd, class T, class Op, bool kOut1>
-void fusedLoop(T* out0, T* out1, const T* acc, const T* local, std::size_t n) {
+/// out0[i] = out1[i] = acc[i] OP pre(local[i]): the hot path of the native types.
+template <class Simd, class T, class Op, bool kPre, bool kOut1>
+void fusedNative(T* out0, T* out1, const T* acc, const T* local, T scalar, std::size_t n) {
   const Op op;
 #pragma GCC ivdep
   for (std::size_t i = 0; i < n; ++i) {
-    const T value = op(acc[i], local[i]);
+    T right = local[i];
+    if constexpr (kPre) right = wrapMul(right, scalar);
+    const T value = op(acc[i], right);
     out0[i] = value;
     if constexpr (kOut1) out1[i] = value;
   }
 }
+
+/// The same for narrow floats. With register-block conversions each block stays in registers
+/// from load to store; otherwise it goes through L1-sized chunks.
+template <class Simd, int D, class Op, bool kPre, bool kOut1>
+void fusedNarrow(StorageOf<D>* out0, StorageOf<D>* out1, const StorageOf<D>* acc,
+                 const StorageOf<D>* local, float scalar, std::size_t n) {
+  using E = ElementType<D>;
+  using S = StorageOf<D>;
+  constexpr bool kRegisters =
+      Simd::template decodesBlocks<D>() && Simd::template encodesBlocks<D>();
+  constexpr std::size_t kStep = kRegisters ? Simd::kBlock : kChunkElements;
+  auto decode = [](const S* src, float* dst) {
+    if constexpr (kRegisters) {
+      Simd::template decodeBlock<D>(src, dst);
+    } else {
+      decodeN<Simd, D>(src, dst, kStep);
+    }
+  };
+  auto encode = [](const float* src, S* dst) {
+    if constexpr (kRegisters) {
+      Simd::template encodeBlock<D>(src, dst);
+    } else {
+      encodeN<Simd, D>(src, dst, kStep);
+    }
+  };
+  const Op op;
+  std::size_t i = 0;
+  for (; i + kStep <= n; i += kStep) {
+    alignas(64) float left[kStep];
+    alignas(64) float right[kStep];
+    alignas(64) S result[kStep];
+    decode(acc + i, left);
+    decode(local + i, right);
+    if constexpr (kPre) {  // local * scalar, rounded to the dtype before the op
+      for (std::size_t j = 0; j < kStep; ++j) right[j] *= scalar;
+      encode(right, result);
+      decode(result, right);
+    }
+    for (std::size_t j = 0; j < kStep; ++j) left[j] = op(left[j], right[j]);
+    encode(left, result);
+    std::memcpy(out0 + i, result, sizeof(result));
+    if constexpr (kOut1) std::memcpy(out1 + i, result, sizeof(result));
+  }
+  for (; i < n; ++i) {
+    float right = E::load(local[i]);
+    if constexpr (kPre) right = preMultiply<E>(right, scalar);
+    const S value = E::store(op(E::load(acc[i]), right));
+    out0[i] = value;
+    if constexpr (kOut1) out1[i] = value;
+  }
+}
+
+/// Picks the fused instantiation for the run-time pre/out1 flags.
+template <class Simd, class Fused, class S, class Scalar>
+void runFused(const ReduceArgs& a, Scalar scalar) {
+  S* out0 = static_cast<S*>(a.out0);
+  S* out1 = static_cast<S*>(a.out1);
+  const S* acc = static_cast<const S*>(a.acc);
+  const S* local = static_cast<const S*>(a.local);
+  if (a.pre) {
+    if (out1) return Fused::template run<true, true>(out0, out1, acc, local, scalar, a.count);
+    return Fused::template run<true, false>(out0, out1, acc, local, scalar, a.count);
+  }
+  if (out1) return Fused::template run<false, true>(out0, out1, acc, local, scalar, a.count);
+  return Fused::template run<false, false>(out0, out1, acc, local, scalar, a.count);
+}
+
+template <class Simd, class T, class Op>
+struct FusedNativeLoops {
+  template <bool kPre, bool kOut1>
+  static void run(T* out0, T* out1, const T* acc, const T* local, T scalar, std::size_t n) {
+    fusedNative<Simd, T, Op, kPre, kOut1>(out0, out1, acc, local, scalar, n);
+  }
+};
+
+template <class Simd, int D, class Op>
+struct FusedNarrowLoops {
+  template <bool kPre, bool kOut1>
+  static void run(StorageOf<D>* out0, StorageOf<D>* out1, const StorageOf<D>* acc,
+                  const StorageOf<D>* local, float scalar, std::size_t n) {
+    fusedNarrow<Simd, D, Op, kPre, kOut1>(out0, out1, acc, local, scalar, n);
+  }
+};
+
+// ---- Staged per tile: postDiv (avg), or no accumulator with preMul ---------------------------
+// A tile is read whole before out0/out1 are written, so exact aliasing stays safe.
 
 /// result[i] = acc[i] OP right[i], into a tile (result may be right).
 template <class Simd, class T, class Op>
@@ -104,24 +218,14 @@ void storeTile(const ReduceArgs& a, std::size_t base, const T* tile, std::size_t
 
 template <class Simd, int D, class Op>
 void reduceNative(const ReduceArgs& a) {
-  using T = typename ElementType<D>::Storage;
-  const std::size_t n = a.count;
-  const T* acc = static_cast<const T*>(a.acc);
-  const T* local = static_cast<const T*>(a.local);
-  if (!a.pre && !a.post) {
-    if (acc == nullptr) {
-      copyBytes(a.out0, a.out1, a.local, n * sizeof(T));
-    } else if (a.out1) {
-      fusedLoop<Simd, T, Op, true>(static_cast<T*>(a.out0), static_cast<T*>(a.out1), acc, local, n);
-    } else {
-      fusedLoop<Simd, T, Op, false>(static_cast<T*>(a.out0), nullptr, acc, local, n);
-    }
-    return;
-  }
-  // Pre/post (premulsum, avg): staged per tile; a tile is read whole before out0/out1 are
-  // written, so exact aliasing stays safe.
+  using T = StorageOf<D>;
   T scalar;
   std::memcpy(&scalar, a.scalar, sizeof(T));
+  if (a.acc && !a.post) return runFused<Simd, FusedNativeLoops<Simd, T, Op>, T>(a, scalar);
+  const std::size_t n = a.count;
+  if (!a.pre && !a.post) return copyBytes(a.out0, a.out1, a.local, n * sizeof(T));
+  const T* acc = static_cast<const T*>(a.acc);
+  const T* local = static_cast<const T*>(a.local);
   alignas(64) T tile[kTileElements];
   for (std::size_t base = 0; base < n; base += kTileElements) {
     const std::size_t m = n - base < kTileElements ? n - base : kTileElements;
@@ -145,15 +249,14 @@ void reduceNative(const ReduceArgs& a) {
 template <class Simd, int D, class Op>
 void reduceNarrow(const ReduceArgs& a) {
   using E = ElementType<D>;
-  using S = typename E::Storage;
-  const std::size_t n = a.count;
-  if (a.acc == nullptr && !a.pre && !a.post) {  // out = local: the bits pass through unchanged
-    copyBytes(a.out0, a.out1, a.local, n * sizeof(S));
-    return;
-  }
+  using S = StorageOf<D>;
   S scalarBits;
   std::memcpy(&scalarBits, a.scalar, sizeof(S));
   const float scalar = E::load(scalarBits);
+  if (a.acc && !a.post) return runFused<Simd, FusedNarrowLoops<Simd, D, Op>, S>(a, scalar);
+  const std::size_t n = a.count;
+  // No accumulator, no pre/post: out = local, the bits pass through unchanged.
+  if (!a.pre && !a.post) return copyBytes(a.out0, a.out1, a.local, n * sizeof(S));
   alignas(64) float right[kTileElements];
   alignas(64) float left[kTileElements];
   alignas(64) S rounded[kTileElements];
@@ -161,22 +264,21 @@ void reduceNarrow(const ReduceArgs& a) {
   const S* local = static_cast<const S*>(a.local);
   for (std::size_t base = 0; base < n; base += kTileElements) {
     const std::size_t m = n - base < kTileElements ? n - base : kTileElements;
-    Simd::template decode<D>(local + base, right, m);
+    decodeN<Simd, D>(local + base, right, m);
     if (a.pre) {  // local * scalar, rounded to the dtype before the op
       multiplyTile<Simd>(right, right, scalar, m);
-      Simd::template encode<D>(right, rounded, m);
-      Simd::template decode<D>(rounded, right, m);
+      encodeN<Simd, D>(right, rounded, m);
+      decodeN<Simd, D>(rounded, right, m);
     }
     float* result = right;
     if (acc) {
-      Simd::template decode<D>(acc + base, left, m);
+      decodeN<Simd, D>(acc + base, left, m);
       opIntoTile<Simd, float, Op>(left, left, right, m);
       result = left;
     }
     if (a.post) divideTile<Simd>(result, a.divisor, m);
-    S* out0 = offsetBy<S>(a.out0, base);
-    Simd::template encode<D>(result, out0, m);
-    if (a.out1) std::memcpy(offsetBy<S>(a.out1, base), out0, m * sizeof(S));
+    encodeN<Simd, D>(result, rounded, m);
+    storeTile(a, base, rounded, m);
   }
 }
 
@@ -265,14 +367,13 @@ template <class Simd>
 void decodeAll(int d, const void* src, float* dst, std::size_t n) {
   switch (d) {
     case dtype::kFloat16:
-      return Simd::template decode<dtype::kFloat16>(static_cast<const std::uint16_t*>(src), dst, n);
+      return decodeN<Simd, dtype::kFloat16>(static_cast<const std::uint16_t*>(src), dst, n);
     case dtype::kBfloat16:
-      return Simd::template decode<dtype::kBfloat16>(static_cast<const std::uint16_t*>(src), dst,
-                                                     n);
+      return decodeN<Simd, dtype::kBfloat16>(static_cast<const std::uint16_t*>(src), dst, n);
     case dtype::kFp8E4M3:
-      return Simd::template decode<dtype::kFp8E4M3>(static_cast<const std::uint8_t*>(src), dst, n);
+      return decodeN<Simd, dtype::kFp8E4M3>(static_cast<const std::uint8_t*>(src), dst, n);
     case dtype::kFp8E5M2:
-      return Simd::template decode<dtype::kFp8E5M2>(static_cast<const std::uint8_t*>(src), dst, n);
+      return decodeN<Simd, dtype::kFp8E5M2>(static_cast<const std::uint8_t*>(src), dst, n);
     default:
       return;
   }
@@ -282,13 +383,13 @@ template <class Simd>
 void encodeAll(int d, const float* src, void* dst, std::size_t n) {
   switch (d) {
     case dtype::kFloat16:
-      return Simd::template encode<dtype::kFloat16>(src, static_cast<std::uint16_t*>(dst), n);
+      return encodeN<Simd, dtype::kFloat16>(src, static_cast<std::uint16_t*>(dst), n);
     case dtype::kBfloat16:
-      return Simd::template encode<dtype::kBfloat16>(src, static_cast<std::uint16_t*>(dst), n);
+      return encodeN<Simd, dtype::kBfloat16>(src, static_cast<std::uint16_t*>(dst), n);
     case dtype::kFp8E4M3:
-      return Simd::template encode<dtype::kFp8E4M3>(src, static_cast<std::uint8_t*>(dst), n);
+      return encodeN<Simd, dtype::kFp8E4M3>(src, static_cast<std::uint8_t*>(dst), n);
     case dtype::kFp8E5M2:
-      return Simd::template encode<dtype::kFp8E5M2>(src, static_cast<std::uint8_t*>(dst), n);
+      return encodeN<Simd, dtype::kFp8E5M2>(src, static_cast<std::uint8_t*>(dst), n);
     default:
       return;
   }

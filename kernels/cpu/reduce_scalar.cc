@@ -1,18 +1,20 @@
-// The portable variant: the loops of reduce_loops.h with the portable conversion loops, compiled
+// The portable variant: the loops of reduce_loops.h with the portable conversions, compiled
 // without ISA flags (on x86-64 the compiler still vectorises with the SSE2 baseline).
 #include "kernels/cpu/reduce_loops.h"
 
 namespace braid::kernels::cpu {
 namespace {
 
+/// No vector routines of its own: every conversion is the scalar definition in a long loop.
 struct PortableConversions {
+  static constexpr std::size_t kBlock = 1;
   template <int D>
-  static void decode(const typename ElementType<D>::Storage* src, float* dst, std::size_t n) {
-    decodeLoop<PortableConversions, D>(src, dst, n);
+  static constexpr bool decodesBlocks() {
+    return false;
   }
   template <int D>
-  static void encode(const float* src, typename ElementType<D>::Storage* dst, std::size_t n) {
-    encodeLoop<PortableConversions, D>(src, dst, n);
+  static constexpr bool encodesBlocks() {
+    return false;
   }
 };
 

@@ -4,7 +4,7 @@
 # Usage: cmake -DNM=<nm> -DOBJECTS=<a.o;b.o;...> -P check_isa_symbols.cmake
 set(failed "")
 foreach(object IN LISTS OBJECTS)
-  if(NOT object MATCHES "reduce_(scalar|avx2|avx512)")
+  if(NOT object MATCHES "reduce_(scalar|avx2|avx512|avx512_bf16)")
     continue()
   endif()
   execute_process(COMMAND "${NM}" --defined-only -C "${object}"
