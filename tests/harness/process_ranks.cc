@@ -165,8 +165,8 @@ RunReport runProcesses(int nranks, const RankFn& fn, const RunOptions& options) 
   {
     // Children inherit the environment at fork; the parent's own is restored right after.
     internal::ScopedEnv env(options.env);
-    ncclUniqueId id{};
-    if (!options.idFromEnvironment && ncclGetUniqueId(&id) != ncclSuccess) {
+    ncclUniqueId id = options.id.value_or(ncclUniqueId{});
+    if (!options.idFromEnvironment && !options.id && ncclGetUniqueId(&id) != ncclSuccess) {
       report.setupError = std::string("ncclGetUniqueId: ") + ncclGetLastError(nullptr);
       return report;
     }

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -105,6 +106,8 @@ struct RunOptions {
   /// Every rank calls ncclGetUniqueId itself (NCCL_COMM_ID / MASTER_ADDR in `env`, rank 0 hosts
   /// the rendezvous) instead of the harness calling it once before starting the ranks.
   bool idFromEnvironment = false;
+  /// Use this id (made by the test) instead of calling ncclGetUniqueId.
+  std::optional<ncclUniqueId> id;
 };
 
 enum class Placement {

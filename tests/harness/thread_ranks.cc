@@ -26,8 +26,8 @@ RunReport runThreads(int nranks, const RankFn& fn, const RunOptions& options) {
   const double start = nowSeconds();
   internal::ScopedEnv env(options.env);
 
-  ncclUniqueId id{};
-  if (!options.idFromEnvironment) {
+  ncclUniqueId id = options.id.value_or(ncclUniqueId{});
+  if (!options.idFromEnvironment && !options.id) {
     ncclResult_t r = ncclGetUniqueId(&id);
     if (r != ncclSuccess) {
       report.setupError = std::string("ncclGetUniqueId: ") + ncclGetLastError(nullptr);
