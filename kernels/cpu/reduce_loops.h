@@ -85,15 +85,22 @@ void encodeN(const float* src, StorageOf<D>* dst, std::size_t n) {
 }
 
 // ---- Element-wise loops ----------------------------------------------------------------------
-// `#pragma GCC ivdep`: out0/out1 may alias acc or local exactly, which carries no dependency
-// between iterations; without it the compiler would add overlap checks and run exact aliasing
-// (in-place reduction, the common case) through its scalar fallback.
+// BRAID_NO_LOOP_CARRIED_DEPENDENCY: out0/out1 may alias acc or local exactly, which carries no
+// dependency between iterations; without the hint the compiler adds overlap checks and runs exact
+// aliasing (in-place reduction, the common case) through its scalar fallback.
+#if defined(__clang__)
+#define BRAID_NO_LOOP_CARRIED_DEPENDENCY _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define BRAID_NO_LOOP_CARRIED_DEPENDENCY _Pragma("GCC ivdep")
+#else
+#define BRAID_NO_LOOP_CARRIED_DEPENDENCY
+#endif
 
 /// out0[i] = out1[i] = acc[i] OP pre(local[i]): the hot path of the native types.
 template <class Simd, class T, class Op, bool kPre, bool kOut1>
 void fusedNative(T* out0, T* out1, const T* acc, const T* local, T scalar, std::size_t n) {
   const Op op;
-#pragma GCC ivdep
+  BRAID_NO_LOOP_CARRIED_DEPENDENCY
   for (std::size_t i = 0; i < n; ++i) {
     T right = local[i];
     if constexpr (kPre) right = wrapMul(right, scalar);
@@ -193,13 +200,13 @@ struct FusedNarrowLoops {
 template <class Simd, class T, class Op>
 void opIntoTile(T* result, const T* acc, const T* right, std::size_t n) {
   const Op op;
-#pragma GCC ivdep
+  BRAID_NO_LOOP_CARRIED_DEPENDENCY
   for (std::size_t i = 0; i < n; ++i) result[i] = op(acc[i], right[i]);
 }
 
 template <class Simd, class T>
 void multiplyTile(T* result, const T* values, T scalar, std::size_t n) {
-#pragma GCC ivdep
+  BRAID_NO_LOOP_CARRIED_DEPENDENCY
   for (std::size_t i = 0; i < n; ++i) result[i] = wrapMul(values[i], scalar);
 }
 

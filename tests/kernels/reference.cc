@@ -124,7 +124,7 @@ std::uint64_t integerReference(const ReduceOp& op, bool pre, bool post, const st
   std::uint64_t scalarBits = 0;
   std::memcpy(&scalarBits, op.scalar, typeSize(d));
   // Unsigned 64-bit products need the unsigned 128-bit type; others fit signed 128 bits.
-  auto multiply = [d](__int128 a, __int128 b) {
+  auto multiply = [](__int128 a, __int128 b) {
     return static_cast<__int128>(static_cast<unsigned __int128>(a) *
                                  static_cast<unsigned __int128>(b));
   };
