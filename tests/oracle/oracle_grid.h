@@ -1,0 +1,35 @@
+// Shared by the oracle test executables: one point of the algorithm x transport x ranks grid,
+// its test name, and running a case list there in one of the harness's rank shapes.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "oracle/oracle_matrix.h"
+
+namespace braid::oracle {
+
+struct GridPoint {
+  const char* algo;       ///< NCCL_ALGO
+  const char* transport;  ///< BRAID_TRANSPORTS and the transport every connection must use
+  int nranks;
+};
+
+inline void PrintTo(const GridPoint& p, std::ostream* os) {
+  *os << p.algo << "/" << p.transport << "/" << p.nranks << " ranks";
+}
+
+inline std::string gridName(const ::testing::TestParamInfo<GridPoint>& info) {
+  return std::string(info.param.algo) + "_" + info.param.transport + "_" +
+         std::to_string(info.param.nranks) + "ranks";
+}
+
+/// Runs `cases` at grid point `p` in the given shape and checks every rank's every element,
+/// and that all ranks hold the same output bits. The seed comes from the test's name.
+void runGridPoint(test::RankShape shape, const GridPoint& p, const std::vector<OracleCase>& cases,
+                  size_t slotBytes = kSlotBytes, double timeoutS = 240);
+
+}  // namespace braid::oracle

@@ -1,0 +1,53 @@
+// AllReduce oracle, ranks as forked processes on this host (label multiproc): the shared-memory
+// transport between processes, and TCP when forced, for both algorithms.
+#include "oracle/oracle_grid.h"
+
+namespace braid::oracle {
+namespace {
+
+using test::RankShape;
+
+class ProcessesSmall : public ::testing::TestWithParam<GridPoint> {};
+
+TEST_P(ProcessesSmall, EveryDTypeAndOpExact) {
+  runGridPoint(RankShape::kProcesses, GetParam(), crossCases(allDTypes(), allOps(), smallCounts()));
+}
+
+std::vector<GridPoint> smallGrid() {
+  std::vector<GridPoint> out = {{"Ring", "shm", 1}};
+  for (const char* algo : {"Ring", "Tree"}) {
+    for (int n : {2, 3, 5}) out.push_back({algo, "shm", n});
+    for (int n : {2, 3}) out.push_back({algo, "tcp", n});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Oracle, ProcessesSmall, ::testing::ValuesIn(smallGrid()), gridName);
+
+class ProcessesManyChunks : public ::testing::TestWithParam<GridPoint> {};
+
+TEST_P(ProcessesManyChunks, SelectedDTypesAndOpsExact) {
+  runGridPoint(RankShape::kProcesses, GetParam(),
+               crossCases({ncclFloat32, ncclBfloat16, ncclInt64, ncclFloat8e5m2},
+                          {OpKind::kSum, OpKind::kMin, OpKind::kAvg, OpKind::kPreMulSumHost},
+                          {kSeveralChunks}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Oracle, ProcessesManyChunks,
+                         ::testing::Values(GridPoint{"Ring", "shm", 8}, GridPoint{"Tree", "shm", 8},
+                                           GridPoint{"Ring", "tcp", 4}),
+                         gridName);
+
+class ProcessesLarge : public ::testing::TestWithParam<GridPoint> {};
+
+TEST_P(ProcessesLarge, Float32AndBfloat16Sum16MiB) {
+  runGridPoint(RankShape::kProcesses, GetParam(),
+               {{ncclFloat32, OpKind::kSum, k16MiBFloats, true},
+                {ncclBfloat16, OpKind::kSum, 2 * k16MiBFloats, false}});
+}
+
+INSTANTIATE_TEST_SUITE_P(Oracle, ProcessesLarge, ::testing::Values(GridPoint{"Ring", "shm", 3}),
+                         gridName);
+
+}  // namespace
+}  // namespace braid::oracle

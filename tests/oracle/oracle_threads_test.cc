@@ -1,0 +1,71 @@
+// AllReduce oracle, ranks as threads of one process (label multirank). Threads can use every
+// transport when BRAID_TRANSPORTS forces it, so the whole algorithm x transport grid runs here:
+// every dtype x op at small counts on 1, 2, 3 and 5 ranks; a subset at many chunks on 4 and 8
+// ranks; 16 MiB float32 and bfloat16 sums a few times.
+#include "oracle/oracle_grid.h"
+
+namespace braid::oracle {
+namespace {
+
+using test::RankShape;
+
+class ThreadsSmall : public ::testing::TestWithParam<GridPoint> {};
+
+TEST_P(ThreadsSmall, EveryDTypeAndOpExact) {
+  runGridPoint(RankShape::kThreads, GetParam(), crossCases(allDTypes(), allOps(), smallCounts()));
+}
+
+std::vector<GridPoint> smallGrid() {
+  std::vector<GridPoint> out;
+  for (const char* transport : {"local", "shm", "tcp"}) {
+    out.push_back({"Ring", transport, 1});  // one rank: no algorithm runs, only pre/post ops
+    for (const char* algo : {"Ring", "Tree"})
+      for (int n : {2, 3, 5}) out.push_back({algo, transport, n});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Oracle, ThreadsSmall, ::testing::ValuesIn(smallGrid()), gridName);
+
+class ThreadsManyChunks : public ::testing::TestWithParam<GridPoint> {};
+
+TEST_P(ThreadsManyChunks, SelectedDTypesAndOpsExact) {
+  std::vector<OracleCase> cases = crossCases(
+      {ncclFloat32, ncclBfloat16, ncclInt8, ncclFloat8e4m3, ncclFloat64},
+      {OpKind::kSum, OpKind::kMax, OpKind::kAvg, OpKind::kPreMulSumDevice}, {kSeveralChunks});
+  std::vector<OracleCase> more =
+      crossCases({ncclFloat16, ncclUint64, ncclInt32, ncclFloat8e5m2},
+                 {OpKind::kProd, OpKind::kMin, OpKind::kPreMulSumHost}, {kSeveralChunks});
+  cases.insert(cases.end(), more.begin(), more.end());
+  runGridPoint(RankShape::kThreads, GetParam(), cases);
+}
+
+std::vector<GridPoint> chunkGrid() {
+  std::vector<GridPoint> out;
+  for (const char* algo : {"Ring", "Tree"}) {
+    out.push_back({algo, "local", 4});
+    out.push_back({algo, "local", 8});
+    out.push_back({algo, "shm", 4});
+    out.push_back({algo, "tcp", 4});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Oracle, ThreadsManyChunks, ::testing::ValuesIn(chunkGrid()), gridName);
+
+class ThreadsLarge : public ::testing::TestWithParam<GridPoint> {};
+
+TEST_P(ThreadsLarge, Float32AndBfloat16Sum16MiB) {
+  runGridPoint(RankShape::kThreads, GetParam(),
+               {{ncclFloat32, OpKind::kSum, k16MiBFloats, false},
+                {ncclBfloat16, OpKind::kSum, 2 * k16MiBFloats, true}});
+}
+
+INSTANTIATE_TEST_SUITE_P(Oracle, ThreadsLarge,
+                         ::testing::Values(GridPoint{"Ring", "local", 4},
+                                           GridPoint{"Tree", "local", 3},
+                                           GridPoint{"Ring", "tcp", 2}),
+                         gridName);
+
+}  // namespace
+}  // namespace braid::oracle
