@@ -76,6 +76,13 @@ bool dropFromChild(const std::string& entry) {
   return false;
 }
 
+// Sets NAME=value in an environment list, replacing an earlier NAME (getenv takes the first).
+void setVariable(std::vector<std::string>* env, const std::string& name, const std::string& value) {
+  const std::string prefix = name + "=";
+  std::erase_if(*env, [&](const std::string& e) { return e.rfind(prefix, 0) == 0; });
+  env->push_back(prefix + value);
+}
+
 RunReport childRun(const ChildRole& role, int call, const RankFn& fn) {
   if (call != role.call) {
     // Another rank run of this test: the parent runs it, this child only passes by.
@@ -147,12 +154,13 @@ RunReport runInNamespaces(int nranks, const RankFn& fn, const NamespaceOptions& 
     std::vector<std::string> env;
     for (char** e = environ; *e; e++)
       if (!dropFromChild(*e)) env.push_back(*e);
-    for (const auto& [k, v] : options.env) env.push_back(k + "=" + v);
-    env.push_back("NCCL_COMM_ID=" + commId);
-    env.push_back("BRAID_COMM_SECRET=" + secret);
-    env.push_back(std::string("NCCL_SOCKET_IFNAME=") + internal::NamespaceTopology::kInterface);
-    env.push_back(std::string(kChildVar) + "=" + std::to_string(call) + "," + std::to_string(rank) +
-                  "," + std::to_string(nranks));
+    for (const auto& [k, v] : options.env) setVariable(&env, k, v);
+    // The rendezvous and the interface are the topology's: they override the test's settings.
+    setVariable(&env, "NCCL_COMM_ID", commId);
+    setVariable(&env, "BRAID_COMM_SECRET", secret);
+    setVariable(&env, "NCCL_SOCKET_IFNAME", internal::NamespaceTopology::kInterface);
+    setVariable(&env, kChildVar,
+                std::to_string(call) + "," + std::to_string(rank) + "," + std::to_string(nranks));
     std::vector<std::string> argv = {"ip", "netns", "exec", topology.hosts()[host], exe, filter};
     std::vector<char*> envp, args;
     for (std::string& s : env) envp.push_back(s.data());
