@@ -64,7 +64,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--op", default="sum", help="nccl-tests op name (default sum)")
     p.add_argument("--mode", default="out-of-place", choices=sorted(MODE_NAMES),
                    help="which columns the tables use (default out-of-place)")
-    p.add_argument("--no-check", action="store_true", help="pass -c 0 (skip result checks)")
+    p.add_argument("--check", default="first", choices=("first", "all", "none"),
+                   help="check results (-c 1) in the first repeat only (default: checking a "
+                   "64 MiB result costs more than timing it, and does not change the timing), "
+                   "in all repeats, or never")
     p.add_argument("--timeout", type=float, default=600.0,
                    help="seconds one invocation may take before it is ended (default 600)")
     p.add_argument("--json", metavar="FILE", help="write every number and command to FILE")
@@ -111,9 +114,10 @@ class Comparison:
         self.skip: Dict[str, str] = {}  # library -> why it cannot run at all
         self.nccl_note: Optional[str] = None
 
-    def perf_args(self, band: runners.Band) -> List[str]:
+    def perf_args(self, band: runners.Band, repeat: int = 0) -> List[str]:
         # -a 3: every library reports the slowest rank's average call time.
-        return band.args() + ["-a", "3", "-c", "0" if self.args.no_check else "1",
+        check = self.args.check == "all" or (self.args.check == "first" and repeat == 0)
+        return band.args() + ["-a", "3", "-c", "1" if check else "0",
                               "-d", self.args.dtype, "-o", self.args.op]
 
     def cases(self):
@@ -157,7 +161,7 @@ class Comparison:
     def run_case(self, repeat: int, transport: str, nranks: int, lib: str) -> None:
         rows: Dict[int, perf_output.Row] = {}
         for band in self.bands:
-            result = runners.run_library(lib, transport, nranks, self.perf_args(band),
+            result = runners.run_library(lib, transport, nranks, self.perf_args(band, repeat),
                                          self.programs, self.args.timeout)
             parsed = perf_output.parse(result.stdout, nranks)
             self.runs.append({"repeat": repeat, "transport": transport, "nranks": nranks,
@@ -195,7 +199,8 @@ class Comparison:
                 rows = {}
                 for band in self.bands:
                     result = runners.run_nccl_tests(self.args.nccl_tests, nranks,
-                                                    self.perf_args(band), self.args.timeout)
+                                                    self.perf_args(band, repeat),
+                                                    self.args.timeout)
                     parsed = perf_output.parse(result.stdout, nranks)
                     if result.returncode != 0 or not parsed.rows:
                         self.fail(repeat, "gpu", nranks, "nccl",

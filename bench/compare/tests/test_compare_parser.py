@@ -1,8 +1,9 @@
 """compare.py's reading of nccl-tests style output, on captured and hand-made samples.
 
 samples/ holds real output of Braid's all_reduce_perf (4 ranks, TCP) and of the peers
-(mpi_allreduce_perf with 2 ranks, gloo_allreduce_perf with 4 ranks), the classic nccl-tests layout (fixed two-decimal bandwidths, a wrong count) and a
-launcher-tagged output with N/A columns. If a program's layout drifts, or the parser does, the
+(mpi_allreduce_perf with 2 ranks, gloo_allreduce_perf with 4 ranks), the classic nccl-tests
+layout (fixed two-decimal bandwidths, a wrong count) and a launcher-tagged output with N/A
+columns. If a program's layout drifts, or the parser does, the
 numbers below stop matching. Run: python3 -m unittest test_compare_parser (from this folder).
 """
 
@@ -116,6 +117,7 @@ class ComparisonTest(unittest.TestCase):
         self.assertAlmostEqual(s.busbw_min, 65536 / 49.5e3)
         self.assertAlmostEqual(s.busbw_max, 65536 / 9.9e3)
         self.assertEqual(braid_stats[1048576].wrong, 9)  # 3 wrong elements in each repeat
+        self.assertEqual(braid_stats[1048576].unchecked, 0)
 
         mpi_stats = report.summarize([{r.size: r for r in mpi.rows}], "out-of-place")
         table = report.format_table("shm", 2, ["braid", "mpi"],
@@ -129,6 +131,14 @@ class ComparisonTest(unittest.TestCase):
         self.assertIn("latency at 8 B", table)
         self.assertIn("Braid 5.12 us [5.12-5.12]", table)
         self.assertIn("WRONG RESULTS (marked !): Braid at 1M (9)", table)
+        self.assertNotIn("never checked", table)
+
+    def test_never_checked_is_reported(self):
+        rows = {r.size: r for r in perf_output.parse(sample("tagged_unchecked_np4.txt")).rows}
+        stats = report.summarize([rows, rows], "in-place")
+        self.assertEqual(stats[1024].unchecked, 2)
+        table = report.format_table("tcp", 4, ["gloo"], {"gloo": stats}, "T", None)
+        self.assertIn("results never checked for some sizes: Gloo", table)
 
     def test_memory_bound(self):
         self.assertAlmostEqual(report.memory_bound(40.0, 2), 10.0)
