@@ -11,7 +11,7 @@
 
 namespace braid {
 
-enum class CollType { kAllReduce };
+enum class CollType { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter };
 const char* collName(CollType c);
 
 struct CollArgs {
@@ -22,7 +22,8 @@ struct CollArgs {
   size_t elemSize = 0;
   kernels::ReduceOp op;  ///< resolved op (avg/premulsum already folded in)
   int root = 0;
-  uint32_t tag = 0;  ///< fingerprint every slot of this operation carries
+  bool reduction = true;  ///< false: data is copied, never combined (broadcast, allgather)
+  uint32_t tag = 0;       ///< fingerprint every slot of this operation carries
 };
 
 class Algorithm {

@@ -53,6 +53,7 @@ void Primitives::releaseRecvs() {
 }
 
 ncclResult_t Primitives::send(const void* src, size_t n) {
+  if (!args_.reduction) return copySend(src, n);
   BRAID_TRY(acquireSends(n));
   kernels::reduce(args_.op, sendSlot_[0], nsend_ > 1 ? sendSlot_[1] : nullptr, nullptr, src, n,
                   kernels::kApplyPre);
@@ -63,6 +64,19 @@ ncclResult_t Primitives::send(const void* src, size_t n) {
 ncclResult_t Primitives::copySend(const void* src, size_t n) {
   BRAID_TRY(acquireSends(n));
   kernels::copy(sendSlot_[0], nsend_ > 1 ? sendSlot_[1] : nullptr, src, n * args_.elemSize);
+  postSends(n);
+  return ncclSuccess;
+}
+
+ncclResult_t Primitives::copyCopySend(const void* src, void* dst, size_t n) {
+  BRAID_TRY(acquireSends(n));
+  size_t bytes = n * args_.elemSize;
+  if (dst != src) {
+    kernels::copy(dst, nsend_ > 0 ? sendSlot_[0] : nullptr, src, bytes);
+    if (nsend_ > 1) kernels::copy(sendSlot_[1], nullptr, src, bytes);
+  } else if (nsend_ > 0) {
+    kernels::copy(sendSlot_[0], nsend_ > 1 ? sendSlot_[1] : nullptr, src, bytes);
+  }
   postSends(n);
   return ncclSuccess;
 }

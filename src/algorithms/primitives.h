@@ -24,6 +24,8 @@ class Primitives {
   ncclResult_t send(const void* src, size_t n);
   /// Sends src unchanged (already final data).
   ncclResult_t copySend(const void* src, size_t n);
+  /// Copies src to dst (if they differ) and sends it, in one pass.
+  ncclResult_t copyCopySend(const void* src, void* dst, size_t n);
   /// Receives into dst.
   ncclResult_t recv(void* dst, size_t n);
   /// Reduces received data with the local contribution and sends the partial result on.

@@ -6,19 +6,40 @@ const char* collName(CollType c) {
   switch (c) {
     case CollType::kAllReduce:
       return "AllReduce";
+    case CollType::kBroadcast:
+      return "Broadcast";
+    case CollType::kReduce:
+      return "Reduce";
+    case CollType::kAllGather:
+      return "AllGather";
+    case CollType::kReduceScatter:
+      return "ReduceScatter";
   }
   return "?";
 }
 
 // Default preference order per collective; the selector may reorder by size and rank count.
 const std::vector<const Algorithm*>& algorithmsFor(CollType coll) {
-  static const std::vector<const Algorithm*> allReduce = {
-      selfCollective(),
-      ringAllReduce(),
-      treeAllReduce(),
-  };
-  static const std::vector<const Algorithm*> none;
-  return coll == CollType::kAllReduce ? allReduce : none;
+  static const std::vector<const Algorithm*> allReduce = {selfCollective(), ringAllReduce(),
+                                                          treeAllReduce()};
+  static const std::vector<const Algorithm*> broadcast = {selfCollective(), ringBroadcast()};
+  static const std::vector<const Algorithm*> reduce = {selfCollective(), ringReduce()};
+  static const std::vector<const Algorithm*> allGather = {selfCollective(), ringAllGather()};
+  static const std::vector<const Algorithm*> reduceScatter = {selfCollective(),
+                                                              ringReduceScatter()};
+  switch (coll) {
+    case CollType::kAllReduce:
+      return allReduce;
+    case CollType::kBroadcast:
+      return broadcast;
+    case CollType::kReduce:
+      return reduce;
+    case CollType::kAllGather:
+      return allGather;
+    case CollType::kReduceScatter:
+      return reduceScatter;
+  }
+  return allReduce;
 }
 
 }  // namespace braid

@@ -8,5 +8,9 @@ namespace braid {
 const Algorithm* selfCollective();
 const Algorithm* ringAllReduce();
 const Algorithm* treeAllReduce();
+const Algorithm* ringBroadcast();
+const Algorithm* ringReduce();
+const Algorithm* ringAllGather();
+const Algorithm* ringReduceScatter();
 
 }  // namespace braid

@@ -11,8 +11,11 @@ class Self : public Algorithm {
   const char* name() const override { return "Self"; }
   bool supports(const CollArgs&, const ncclComm& comm) const override { return comm.nranks == 1; }
   ncclResult_t run(const CollArgs& args, ncclComm&) const override {
-    kernels::reduce(args.op, args.recvbuff, nullptr, nullptr, args.sendbuff, args.count,
-                    kernels::kApplyPre | kernels::kApplyPost);
+    if (args.reduction)
+      kernels::reduce(args.op, args.recvbuff, nullptr, nullptr, args.sendbuff, args.count,
+                      kernels::kApplyPre | kernels::kApplyPost);
+    else if (args.recvbuff != args.sendbuff)
+      kernels::copy(args.recvbuff, nullptr, args.sendbuff, args.count * args.elemSize);
     return ncclSuccess;
   }
 };

@@ -9,14 +9,23 @@ using namespace braid;
 
 namespace {
 
-ncclResult_t enqueueReduction(const char* fn, CollType coll, const void* sendbuff, void* recvbuff,
-                              size_t count, ncclDataType_t dtype, ncclRedOp_t op, int root,
-                              ncclComm_t comm) {
+// What a collective needs from each argument; the API checks it before anything runs.
+struct Need {
+  bool sendbuff = true;
+  bool recvbuff = true;
+  bool rooted = false;
+  bool reduction = true;
+};
+
+ncclResult_t enqueue(CollType coll, const void* sendbuff, void* recvbuff, size_t count,
+                     ncclDataType_t dtype, ncclRedOp_t op, int root, ncclComm_t comm, Need need) {
   BRAID_TRY(checkComm(comm));
   BRAID_TRY(checkDataType(dtype));
-  if (count > 0 && !sendbuff)
+  if (need.rooted && (root < 0 || root >= comm->nranks))
+    return fail(ncclInvalidArgument, "root=%d is outside [0, nranks=%d)", root, comm->nranks);
+  if (count > 0 && need.sendbuff && !sendbuff)
     return fail(ncclInvalidArgument, "sendbuff is NULL with count=%zu", count);
-  if (count > 0 && !recvbuff)
+  if (count > 0 && need.recvbuff && !recvbuff)
     return fail(ncclInvalidArgument, "recvbuff is NULL with count=%zu", count);
   CollArgs args;
   args.coll = coll;
@@ -24,10 +33,14 @@ ncclResult_t enqueueReduction(const char* fn, CollType coll, const void* sendbuf
   args.recvbuff = recvbuff;
   args.count = count;
   args.elemSize = kernels::typeSize(dtype);
-  args.root = root;
-  BRAID_TRY(resolveOp(comm, op, dtype, &args.op));
+  args.root = need.rooted ? root : 0;
+  args.reduction = need.reduction;
+  if (need.reduction) {
+    BRAID_TRY(resolveOp(comm, op, dtype, &args.op));
+  } else {
+    args.op.dtype = dtype;
+  }
   if (count == 0) return ncclSuccess;
-  (void)fn;
   return runOrDefer(comm, [comm, args]() mutable {
     ActiveCall active(comm);
     return runCollective(*comm, args);
@@ -40,8 +53,54 @@ NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size
          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;  // host buffers: the call completes before it returns
   return apiGuard("ncclAllReduce", [&] {
-    return enqueueReduction("ncclAllReduce", CollType::kAllReduce, sendbuff, recvbuff, count,
-                            datatype, op, 0, comm);
+    return enqueue(CollType::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0, comm, Need{});
+  });
+}
+
+NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return apiGuard("ncclBroadcast", [&] {
+    bool isRoot = comm && commIsLive(comm) && comm->rank == root;
+    return enqueue(CollType::kBroadcast, sendbuff, recvbuff, count, datatype, ncclSum, root, comm,
+                   Need{isRoot, true, true, false});
+  });
+}
+
+NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
+         ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return apiGuard("ncclBcast", [&] {
+    return enqueue(CollType::kBroadcast, buff, buff, count, datatype, ncclSum, root, comm,
+                   Need{true, true, true, false});
+  });
+}
+
+NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return apiGuard("ncclReduce", [&] {
+    bool isRoot = comm && commIsLive(comm) && comm->rank == root;
+    return enqueue(CollType::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm,
+                   Need{true, isRoot, true, true});
+  });
+}
+
+NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
+         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return apiGuard("ncclAllGather", [&] {
+    return enqueue(CollType::kAllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm,
+                   Need{true, true, false, false});
+  });
+}
+
+NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
+         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return apiGuard("ncclReduceScatter", [&] {
+    return enqueue(CollType::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0, comm,
+                   Need{});
   });
 }
 

@@ -25,17 +25,6 @@ BRAID_NOT_IMPLEMENTED(ncclCommDeregister, const ncclComm_t comm, void* handle)
 BRAID_NOT_IMPLEMENTED(ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
                       ncclWindow_t* win, int winFlags)
 BRAID_NOT_IMPLEMENTED(ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win)
-BRAID_NOT_IMPLEMENTED(ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
-                      ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
-                      cudaStream_t stream)
-BRAID_NOT_IMPLEMENTED(ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
-                      ncclComm_t comm, cudaStream_t stream)
-BRAID_NOT_IMPLEMENTED(ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
-                      ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream)
-BRAID_NOT_IMPLEMENTED(ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
-                      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
-BRAID_NOT_IMPLEMENTED(ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
-                      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 BRAID_NOT_IMPLEMENTED(ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
                       ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 BRAID_NOT_IMPLEMENTED(ncclGather, const void* sendbuff, void* recvbuff, size_t count,

@@ -1,0 +1,48 @@
+// Ring reduce: partial results travel along the ring from the rank after the root to the root,
+// each rank adding its contribution; the root applies the post-op (avg) and writes its output.
+#include <algorithm>
+
+#include "algorithms/primitives.h"
+#include "algorithms/registry.h"
+#include "patterns/ring.h"
+
+namespace braid {
+namespace {
+
+class RingReduce : public Algorithm {
+ public:
+  const char* name() const override { return "Ring"; }
+  bool supports(const CollArgs& args, const ncclComm& comm) const override {
+    return args.coll == CollType::kReduce && comm.nranks > 1;
+  }
+  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
+    patterns::Ring ring{comm.rank, comm.nranks};
+    int prev = ring.prev(), next = ring.next();
+    const bool isRoot = comm.rank == args.root;
+    const bool isFirst = prev == args.root;  // the chain starts right after the root
+    Primitives prims(comm, args, std::span<const int>(&prev, isFirst ? 0 : 1),
+                     std::span<const int>(&next, isRoot ? 0 : 1));
+    auto* in = static_cast<const char*>(args.sendbuff);
+    auto* out = static_cast<char*>(args.recvbuff);
+    const size_t es = args.elemSize, step = prims.maxElems();
+    for (size_t off = 0; off < args.count; off += step) {
+      size_t len = std::min(step, args.count - off);
+      if (isFirst)
+        BRAID_TRY(prims.send(in + off * es, len));
+      else if (isRoot)
+        BRAID_TRY(prims.recvReduceCopySend(in + off * es, out + off * es, len));
+      else
+        BRAID_TRY(prims.recvReduceSend(in + off * es, len));
+    }
+    return ncclSuccess;
+  }
+};
+
+}  // namespace
+
+const Algorithm* ringReduce() {
+  static RingReduce a;
+  return &a;
+}
+
+}  // namespace braid

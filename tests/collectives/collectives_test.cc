@@ -1,0 +1,197 @@
+// Broadcast, Reduce, AllGather and ReduceScatter against exact expectations: every dtype, the
+// ops that apply, roots first/middle/last, counts 0/1/7/prime/multi-chunk, in-place and
+// out-of-place, on ranks as threads (same-process and TCP transports) and as processes (shm).
+// Inputs are small integers whose every partial result is exact in the dtype, so each element
+// of each rank's output must equal the float64/int64 expectation bit for bit.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "harness/rank_harness.h"
+#include "oracle/dtype_codec.h"
+
+namespace {
+
+using braid::oracle::DTypeInfo;
+using braid::oracle::dtypeInfo;
+using braid::test::RankContext;
+
+enum class Coll { kBroadcast, kReduce, kAllGather, kReduceScatter };
+const char* collName(Coll c) {
+  static const char* names[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter"};
+  return names[static_cast<int>(c)];
+}
+
+// Rank r's input element i, as a double, for op `op` and `nranks` ranks: small enough that every
+// partial sum or product is exactly representable in the dtype.
+double inputValue(const DTypeInfo& t, ncclRedOp_t op, int nranks, int r, size_t i) {
+  uint64_t h = (i * 2654435761u) ^ (static_cast<uint64_t>(r) * 40503u + 17);
+  if (op == ncclProd) return (h % 5 == 0) ? 2 : (t.isFloat || t.isSigned) && h % 7 == 0 ? -1 : 1;
+  int limit = std::max(1, std::min(4, (1 << std::min(t.exactBits, 20)) / nranks));
+  int v = static_cast<int>(h % static_cast<uint64_t>(limit + 1));
+  return (t.isFloat || t.isSigned) && (h >> 7) % 2 ? -v : v;
+}
+
+double combine(ncclRedOp_t op, double a, double b) {
+  switch (op) {
+    case ncclSum:
+      return a + b;
+    case ncclProd:
+      return a * b;
+    case ncclMax:
+      return a > b ? a : b;
+    default:
+      return a < b ? a : b;
+  }
+}
+
+uint64_t encode(const DTypeInfo& t, double v) {
+  if (t.isFloat) return braid::oracle::encodeFloat(t, v);
+  return braid::oracle::maskBits(t, static_cast<uint64_t>(static_cast<int64_t>(v)));
+}
+
+struct Case {
+  Coll coll;
+  ncclDataType_t dtype;
+  ncclRedOp_t op;
+  size_t count;
+  int root;
+  bool inPlace;
+};
+
+// Runs one case on this rank and checks every element of its output.
+void runCase(RankContext& ctx, ncclComm_t comm, const Case& c) {
+  const DTypeInfo& t = dtypeInfo(c.dtype);
+  const int n = ctx.nranks(), me = ctx.rank();
+  const bool gathers = c.coll == Coll::kAllGather, scatters = c.coll == Coll::kReduceScatter;
+  const size_t inCount = scatters ? c.count * n : c.count;
+  const size_t outCount = gathers ? c.count * n : c.count;
+  std::vector<unsigned char> in(std::max<size_t>(1, inCount) * t.size);
+  std::vector<unsigned char> out(std::max<size_t>(1, std::max(inCount, outCount)) * t.size);
+  for (size_t i = 0; i < out.size() / t.size; i++)
+    braid::oracle::storeElement(t, out.data(), i, t.poison);
+  auto value = [&](int r, size_t i) { return inputValue(t, c.op, n, r, i); };
+  for (size_t i = 0; i < inCount; i++)
+    braid::oracle::storeElement(t, in.data(), i, encode(t, value(me, i)));
+
+  const void* send = in.data();
+  void* recv = out.data();
+  if (c.inPlace) {
+    // NCCL's in-place conventions: the rank's block of the larger buffer.
+    if (gathers) {
+      memcpy(out.data() + me * c.count * t.size, in.data(), c.count * t.size);
+      send = out.data() + me * c.count * t.size;
+    } else {
+      memcpy(out.data(), in.data(), inCount * t.size);
+      send = out.data();
+      recv = scatters ? out.data() + me * c.count * t.size : out.data();
+    }
+  }
+  ncclResult_t r = ncclSuccess;
+  switch (c.coll) {
+    case Coll::kBroadcast:
+      r = ncclBroadcast(send, recv, c.count, c.dtype, c.root, comm, nullptr);
+      break;
+    case Coll::kReduce:
+      r = ncclReduce(send, recv, c.count, c.dtype, c.op, c.root, comm, nullptr);
+      break;
+    case Coll::kAllGather:
+      r = ncclAllGather(send, recv, c.count, c.dtype, comm, nullptr);
+      break;
+    case Coll::kReduceScatter:
+      r = ncclReduceScatter(send, recv, c.count, c.dtype, c.op, comm, nullptr);
+      break;
+  }
+  std::string what = std::string(collName(c.coll)) + " " + t.name + " op " + std::to_string(c.op) +
+                     " count " + std::to_string(c.count) + " root " + std::to_string(c.root) +
+                     (c.inPlace ? " in-place" : " out-of-place");
+  if (r != ncclSuccess) {
+    ctx.fail(what + ": " + ncclGetErrorString(r) + ": " + ncclGetLastError(comm));
+    return;
+  }
+  if (c.coll == Coll::kReduce && me != c.root) return;  // only the root's output is defined
+  const unsigned char* result = static_cast<const unsigned char*>(recv);
+  for (size_t i = 0; i < outCount; i++) {
+    double expect;
+    if (c.coll == Coll::kBroadcast) {
+      expect = value(c.root, i);
+    } else if (gathers) {
+      expect = value(static_cast<int>(i / c.count), i % c.count);
+    } else {
+      size_t src = scatters ? me * c.count + i : i;
+      expect = value(0, src);
+      for (int q = 1; q < n; q++) expect = combine(c.op, expect, value(q, src));
+    }
+    uint64_t got = braid::oracle::loadElement(t, result, i), want = encode(t, expect);
+    if (got != want) {
+      ctx.fail(what + ": element " + std::to_string(i) + " is " +
+               braid::oracle::describeElement(t, got) + ", expected " +
+               braid::oracle::describeElement(t, want));
+      return;
+    }
+  }
+}
+
+void sweep(RankContext& ctx, bool small) {
+  ncclComm_t comm = ctx.initComm();
+  if (!comm) return;
+  const int n = ctx.nranks();
+  std::vector<size_t> counts = {0, 1, 7, 1031};
+  if (!small) counts.push_back(5000);  // several 4 KiB slots
+  std::vector<int> roots = {0, n / 2, n - 1};
+  for (Coll coll : {Coll::kBroadcast, Coll::kReduce, Coll::kAllGather, Coll::kReduceScatter}) {
+    bool reduces = coll == Coll::kReduce || coll == Coll::kReduceScatter;
+    bool rooted = coll == Coll::kBroadcast || coll == Coll::kReduce;
+    for (int d = 0; d < braid::oracle::kNumDTypes; d++) {
+      std::vector<ncclRedOp_t> ops = {ncclSum};
+      if (reduces && !small) ops = {ncclSum, ncclProd, ncclMax, ncclMin};
+      for (ncclRedOp_t op : ops)
+        for (size_t count : counts)
+          for (int root : rooted ? roots : std::vector<int>{0})
+            for (bool inPlace : {false, true})
+              runCase(ctx, comm,
+                      Case{coll, static_cast<ncclDataType_t>(d), op, count, root, inPlace});
+    }
+  }
+  ncclCommDestroy(comm);
+}
+
+const std::vector<std::pair<std::string, std::string>> kSmallSlots = {{"BRAID_SLOT_BYTES", "4096"},
+                                                                      {"BRAID_TIMEOUT_S", "60"}};
+
+braid::test::RunOptions options(std::vector<std::pair<std::string, std::string>> env) {
+  braid::test::RunOptions o;
+  o.timeoutS = 300;
+  o.env = std::move(env);
+  return o;
+}
+
+TEST(Collectives, ThreadsLocalTransport) {
+  for (int n : {1, 2, 3, 5}) {
+    auto report = braid::test::runThreads(
+        n, [](RankContext& ctx) { sweep(ctx, false); }, options(kSmallSlots));
+    BRAID_EXPECT_ALL_RANKS_OK(report);
+  }
+}
+
+TEST(Collectives, ThreadsTcpTransport) {
+  auto env = kSmallSlots;
+  env.push_back({"BRAID_TRANSPORTS", "tcp"});
+  for (int n : {2, 3}) {
+    auto report = braid::test::runThreads(
+        n, [](RankContext& ctx) { sweep(ctx, true); }, options(env));
+    BRAID_EXPECT_ALL_RANKS_OK(report);
+  }
+}
+
+TEST(Collectives, ProcessesSharedMemory) {
+  for (int n : {2, 4}) {
+    auto report = braid::test::runProcesses(
+        n, [](RankContext& ctx) { sweep(ctx, true); }, options(kSmallSlots));
+    BRAID_EXPECT_ALL_RANKS_OK(report);
+  }
+}
+
+}  // namespace
