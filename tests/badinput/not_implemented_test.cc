@@ -1,0 +1,102 @@
+// Entry points of NCCL 2.28 that this version of Braid does not provide must say so
+// (ncclInvalidUsage, "not implemented" and their name in ncclGetLastError) instead of pretending
+// to succeed. When one gets implemented, remove it from this list and give it real tests.
+#include <functional>
+#include <vector>
+
+#include "badinput/bad_input_util.h"
+
+namespace braid::badinput {
+namespace {
+
+struct Entry {
+  const char* name;
+  std::function<ncclResult_t(ncclComm_t)> call;
+};
+
+class NotImplemented : public OneRankComm {
+ protected:
+  std::vector<Entry> entries() {
+    static float buf[16];
+    return {
+        {"ncclSend", [](ncclComm_t c) { return ncclSend(buf, 4, ncclFloat32, 0, c, nullptr); }},
+        {"ncclRecv", [](ncclComm_t c) { return ncclRecv(buf, 4, ncclFloat32, 0, c, nullptr); }},
+        {"ncclBroadcast",
+         [](ncclComm_t c) { return ncclBroadcast(buf, buf, 4, ncclFloat32, 0, c, nullptr); }},
+        {"ncclBcast", [](ncclComm_t c) { return ncclBcast(buf, 4, ncclFloat32, 0, c, nullptr); }},
+        {"ncclReduce",
+         [](ncclComm_t c) { return ncclReduce(buf, buf, 4, ncclFloat32, ncclSum, 0, c, nullptr); }},
+        {"ncclAllGather",
+         [](ncclComm_t c) { return ncclAllGather(buf, buf, 4, ncclFloat32, c, nullptr); }},
+        {"ncclReduceScatter",
+         [](ncclComm_t c) {
+           return ncclReduceScatter(buf, buf, 4, ncclFloat32, ncclSum, c, nullptr);
+         }},
+        {"ncclAlltoAll",
+         [](ncclComm_t c) { return ncclAlltoAll(buf, buf, 4, ncclFloat32, c, nullptr); }},
+        {"ncclGather",
+         [](ncclComm_t c) { return ncclGather(buf, buf, 4, ncclFloat32, 0, c, nullptr); }},
+        {"ncclScatter",
+         [](ncclComm_t c) { return ncclScatter(buf, buf, 4, ncclFloat32, 0, c, nullptr); }},
+        {"ncclCommSplit",
+         [](ncclComm_t c) {
+           ncclComm_t out;
+           return ncclCommSplit(c, 0, 0, &out, nullptr);
+         }},
+        {"ncclCommShrink",
+         [](ncclComm_t c) {
+           ncclComm_t out;
+           int exclude = 0;
+           return ncclCommShrink(c, &exclude, 1, &out, nullptr, 0);
+         }},
+        {"ncclCommRevoke", [](ncclComm_t c) { return ncclCommRevoke(c, 0); }},
+        {"ncclCommInitRankScalable",
+         [](ncclComm_t) {
+           ncclComm_t out;
+           ncclUniqueId id{};
+           return ncclCommInitRankScalable(&out, 1, 0, 1, &id, nullptr);
+         }},
+        {"ncclCommRegister",
+         [](ncclComm_t c) {
+           void* handle;
+           return ncclCommRegister(c, buf, sizeof(buf), &handle);
+         }},
+        {"ncclCommDeregister", [](ncclComm_t c) { return ncclCommDeregister(c, buf); }},
+        {"ncclCommWindowRegister",
+         [](ncclComm_t c) {
+           ncclWindow_t win;
+           return ncclCommWindowRegister(c, buf, sizeof(buf), &win, 0);
+         }},
+        {"ncclCommWindowDeregister",
+         [](ncclComm_t c) { return ncclCommWindowDeregister(c, nullptr); }},
+        {"ncclMemAlloc",
+         [](ncclComm_t) {
+           void* p;
+           return ncclMemAlloc(&p, 64);
+         }},
+        {"ncclMemFree", [](ncclComm_t) { return ncclMemFree(buf); }},
+        {"ncclGroupSimulateEnd",
+         [](ncclComm_t) {
+           ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+           return ncclGroupSimulateEnd(&info);
+         }},
+    };
+  }
+};
+
+TEST_F(NotImplemented, EachSaysSoByName) {
+  for (const Entry& e : entries()) {
+    EXPECT_TRUE(refused(e.call(comm_), ncclInvalidUsage, {"not implemented", e.name}, comm_))
+        << e.name;
+  }
+}
+
+TEST_F(NotImplemented, CallsLeaveTheCommunicatorUsable) {
+  for (const Entry& e : entries()) e.call(comm_);
+  ASSERT_EQ(ncclAllReduce(send_, recv_, 8, ncclFloat32, ncclMax, comm_, nullptr), ncclSuccess)
+      << ncclGetLastError(comm_);
+  for (int i = 0; i < 8; i++) EXPECT_EQ(recv_[i], send_[i]);
+}
+
+}  // namespace
+}  // namespace braid::badinput
