@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "harness/harness_internal.h"
 #include "harness/netns_topology.h"
@@ -83,6 +84,20 @@ void setVariable(std::vector<std::string>* env, const std::string& name, const s
   env->push_back(prefix + value);
 }
 
+class TopologyControl : public NetworkControl {
+ public:
+  explicit TopologyControl(internal::NamespaceTopology& t) : topology_(t) {}
+  bool setConnected(int host, bool connected) override {
+    std::string error;
+    if (topology_.setConnected(host, connected, &error)) return true;
+    fprintf(stderr, "rank harness: %s\n", error.c_str());
+    return false;
+  }
+
+ private:
+  internal::NamespaceTopology& topology_;
+};
+
 RunReport childRun(const ChildRole& role, int call, const RankFn& fn) {
   if (call != role.call) {
     // Another rank run of this test: the parent runs it, this child only passes by.
@@ -139,6 +154,8 @@ RunReport runInNamespaces(int nranks, const RankFn& fn, const NamespaceOptions& 
     report.setupError = error.empty() ? "bad namespace count" : error;
     return report;
   }
+  TopologyControl control(topology);
+  if (options.beforeRun) options.beforeRun(control);
   const std::string exe = selfExe();
   const std::string filter = "--gtest_filter=" + currentTestName();
   const std::string commId =
@@ -195,8 +212,12 @@ RunReport runInNamespaces(int nranks, const RankFn& fn, const NamespaceOptions& 
     children.push_back(
         {rank, pid, fds[0], topology.hosts()[host] + " pid " + std::to_string(pid), logPath});
   }
+  std::thread action;
+  if (options.duringRun && !children.empty())
+    action = std::thread([&] { options.duringRun(control); });
   double left = options.timeoutS - (internal::nowSeconds() - start);
   report.ranks = internal::waitForChildren(children, left > 0 ? left : 0);
+  if (action.joinable()) action.join();
   topology.destroy();
   report.seconds = internal::nowSeconds() - start;
   return report;

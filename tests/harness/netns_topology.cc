@@ -93,6 +93,16 @@ bool NamespaceTopology::create(int count, std::string* error) {
   return ok;
 }
 
+bool NamespaceTopology::setConnected(int host, bool connected, std::string* error) {
+  if (host < 0 || host >= static_cast<int>(hosts_.size())) {
+    *error = "no host namespace " + std::to_string(host);
+    return false;
+  }
+  return run(
+      {"ip", "-n", hub_, "link", "set", "port" + std::to_string(host), connected ? "up" : "down"},
+      error);
+}
+
 void NamespaceTopology::destroy() {
   // Deleting a namespace removes its end of each veth pair, which removes the pair.
   for (auto it = created_.rbegin(); it != created_.rend(); ++it) {

@@ -29,6 +29,8 @@ class NamespaceTopology {
   void destroy();
 
   const std::vector<std::string>& hosts() const { return hosts_; }
+  /// Connects or disconnects a host namespace from the bridge (its port goes up or down).
+  bool setConnected(int host, bool connected, std::string* error);
   static std::string addressOf(int host) { return kSubnet + std::to_string(host + 1); }
 
  private:

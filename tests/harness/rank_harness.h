@@ -115,10 +115,23 @@ enum class Placement {
   kBlocks,      ///< contiguous blocks of ranks per namespace: shm inside, TCP between
 };
 
+/// What a test may do to the network while namespace ranks run (from the parent).
+class NetworkControl {
+ public:
+  virtual ~NetworkControl() = default;
+  /// Plugs namespace `host` into the bridge or pulls it out (its eth0 loses carrier).
+  virtual bool setConnected(int host, bool connected) = 0;
+};
+
 struct NamespaceOptions : RunOptions {
   int namespaces = 2;  ///< 2 or 3 (one /24 behind one bridge, 10.213.0.(i+1))
   Placement placement = Placement::kRoundRobin;
   int port = 29517;  ///< rank 0's rendezvous port (fresh namespaces: always free)
+  /// Runs on a parent thread once the ranks have started (e.g. to cut a link mid-run); the run
+  /// ends when it has returned and every rank has ended.
+  std::function<void(NetworkControl&)> duringRun;
+  /// Runs in the parent after the namespaces exist and before any rank starts.
+  std::function<void(NetworkControl&)> beforeRun;
 };
 
 RunReport runThreads(int nranks, const RankFn& fn, const RunOptions& options = {});
