@@ -30,6 +30,9 @@ enum : unsigned { kApplyPre = 1u, kApplyPost = 2u };
 /// - out0/out1 may alias acc or local exactly; no partial overlaps.
 /// - fp16, bf16 and fp8 are computed in float and rounded to nearest-even once per call.
 /// - Integer sum/prod wrap (two's complement); integer postDiv truncates toward zero.
+/// - max/min ignore a NaN operand (fmaxf/fminf, as NCCL) and order -0 < +0; fp8 saturates to
+///   the largest finite value (__NV_SATFINITE). The full element semantics: kernels/ops.h.
+/// - Results are bit-identical across the CPU variants (scalar, AVX2, AVX-512).
 void reduce(const ReduceOp& op, void* out0, void* out1, const void* acc, const void* local,
             std::size_t count, unsigned flags);
 
@@ -40,7 +43,8 @@ void copy(void* out0, void* out1, const void* src, std::size_t bytes);
 std::size_t typeSize(int dtype);
 
 /// The instruction set the dispatcher chose on this CPU ("avx512", "avx2" or "scalar");
-/// BRAID_KERNEL_ISA=avx512|avx2|scalar caps it (for tests and benchmarks).
+/// BRAID_KERNEL_ISA=avx512|avx2|scalar caps it (for tests and benchmarks); other values are
+/// ignored. The choice is made once, at the first call.
 const char* isaName();
 
 }  // namespace braid::kernels

@@ -100,8 +100,24 @@ void encodeN(const float* src, StorageOf<D>* dst, std::size_t n) {
 template <class Simd, class T, class Op, bool kPre, bool kOut1>
 void fusedNative(T* out0, T* out1, const T* acc, const T* local, T scalar, std::size_t n) {
   const Op op;
+  std::size_t i = 0;
+  if constexpr (kOut1) {
+    // Two outputs: write a whole cache line of out0, then of out1. Interleaving 32-byte stores
+    // to the two streams halves the bandwidth on some CPUs (measured on Sapphire Rapids).
+    constexpr std::size_t kLine = 64 / sizeof(T);
+    for (; i + kLine <= n; i += kLine) {
+      alignas(64) T line[kLine];
+      for (std::size_t j = 0; j < kLine; ++j) {
+        T right = local[i + j];
+        if constexpr (kPre) right = wrapMul(right, scalar);
+        line[j] = op(acc[i + j], right);
+      }
+      for (std::size_t j = 0; j < kLine; ++j) out0[i + j] = line[j];
+      for (std::size_t j = 0; j < kLine; ++j) out1[i + j] = line[j];
+    }
+  }
   BRAID_NO_LOOP_CARRIED_DEPENDENCY
-  for (std::size_t i = 0; i < n; ++i) {
+  for (; i < n; ++i) {
     T right = local[i];
     if constexpr (kPre) right = wrapMul(right, scalar);
     const T value = op(acc[i], right);
