@@ -21,17 +21,6 @@ class NotImplemented : public OneRankComm {
     return {
         {"ncclSend", [](ncclComm_t c) { return ncclSend(buf, 4, ncclFloat32, 0, c, nullptr); }},
         {"ncclRecv", [](ncclComm_t c) { return ncclRecv(buf, 4, ncclFloat32, 0, c, nullptr); }},
-        {"ncclBroadcast",
-         [](ncclComm_t c) { return ncclBroadcast(buf, buf, 4, ncclFloat32, 0, c, nullptr); }},
-        {"ncclBcast", [](ncclComm_t c) { return ncclBcast(buf, 4, ncclFloat32, 0, c, nullptr); }},
-        {"ncclReduce",
-         [](ncclComm_t c) { return ncclReduce(buf, buf, 4, ncclFloat32, ncclSum, 0, c, nullptr); }},
-        {"ncclAllGather",
-         [](ncclComm_t c) { return ncclAllGather(buf, buf, 4, ncclFloat32, c, nullptr); }},
-        {"ncclReduceScatter",
-         [](ncclComm_t c) {
-           return ncclReduceScatter(buf, buf, 4, ncclFloat32, ncclSum, c, nullptr);
-         }},
         {"ncclAlltoAll",
          [](ncclComm_t c) { return ncclAlltoAll(buf, buf, 4, ncclFloat32, c, nullptr); }},
         {"ncclGather",
