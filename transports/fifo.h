@@ -59,6 +59,14 @@ class FifoSender {
     *slot = data_ + static_cast<size_t>(head_ % nslots_) * slotBytes_;
     return ncclSuccess;
   }
+  /// Non-blocking acquire: false when every slot is still in use.
+  bool tryAcquire(void** slot) {
+    if (head_ - ctrl_->tail.load(std::memory_order_acquire) >= nslots_) return false;
+    *slot = data_ + static_cast<size_t>(head_ % nslots_) * slotBytes_;
+    return true;
+  }
+  bool closed() const { return ctrl_->closed.load(std::memory_order_relaxed) != 0; }
+  LivenessCheck* liveness() const { return peer_; }
   /// Publishes the acquired slot.
   void post(uint32_t bytes, uint32_t tag) {
     ctrl_->info[head_ % nslots_] = SlotInfo{bytes, tag};
@@ -95,6 +103,15 @@ class FifoReceiver {
     *slot = data_ + static_cast<size_t>(tail_ % nslots_) * slotBytes_;
     return ncclSuccess;
   }
+  /// Non-blocking wait: false when nothing has arrived.
+  bool tryWait(const void** slot, SlotInfo* info) {
+    if (ctrl_->head.load(std::memory_order_acquire) == tail_) return false;
+    *info = ctrl_->info[tail_ % nslots_];
+    *slot = data_ + static_cast<size_t>(tail_ % nslots_) * slotBytes_;
+    return true;
+  }
+  bool closed() const { return ctrl_->closed.load(std::memory_order_relaxed) != 0; }
+  LivenessCheck* liveness() const { return peer_; }
   /// Gives the slot returned by wait() back to the sender.
   void release() {
     tail_++;

@@ -25,14 +25,4 @@ BRAID_NOT_IMPLEMENTED(ncclCommDeregister, const ncclComm_t comm, void* handle)
 BRAID_NOT_IMPLEMENTED(ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
                       ncclWindow_t* win, int winFlags)
 BRAID_NOT_IMPLEMENTED(ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win)
-BRAID_NOT_IMPLEMENTED(ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
-                      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
-BRAID_NOT_IMPLEMENTED(ncclGather, const void* sendbuff, void* recvbuff, size_t count,
-                      ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream)
-BRAID_NOT_IMPLEMENTED(ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
-                      ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream)
-BRAID_NOT_IMPLEMENTED(ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype,
-                      int peer, ncclComm_t comm, cudaStream_t stream)
-BRAID_NOT_IMPLEMENTED(ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
-                      ncclComm_t comm, cudaStream_t stream)
 BRAID_NOT_IMPLEMENTED(ncclGroupSimulateEnd, ncclSimInfo_t* simInfo)

@@ -38,10 +38,23 @@ int chooseSpin(const CommConfig& cfg, const std::vector<PeerInfo>& peers, int ra
   return local <= onlineCores() ? 20000 : 50;
 }
 
-ncclResult_t connectNeighbours(ncclComm* comm, TransportContext& ctx) {
-  std::vector<int> neighbours = patterns::neighbourRanks(comm->rank, comm->nranks);
+// Every peer by default, since point-to-point and all-to-all need them;
+// BRAID_CONNECT=neighbours limits it to the ring's and trees' neighbours (large jobs, collectives
+// only).
+std::vector<int> peersToConnect(const ncclComm* comm) {
+  if (comm->config.connectNeighboursOnly) return patterns::neighbourRanks(comm->rank, comm->nranks);
+  std::vector<int> all;
+  for (int r = 0; r < comm->nranks; r++)
+    if (r != comm->rank) all.push_back(r);
+  return all;
+}
+
+ncclResult_t connectPeers(ncclComm* comm, TransportContext& ctx) {
+  std::vector<int> neighbours = peersToConnect(comm);
   comm->sendTo.resize(comm->nranks);
   comm->recvFrom.resize(comm->nranks);
+  comm->p2pSendSeq.assign(comm->nranks, 0);
+  comm->p2pRecvSeq.assign(comm->nranks, 0);
   // Phase 1: receiving ends, described by blobs.
   std::string mine;
   for (int peer : neighbours) {
@@ -153,11 +166,11 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   ctx.tcpBufferBytes = comm->config.tcpBufferBytes;
   ctx.allowed = comm->config.transports;
   bool needTcp = false;
-  for (int peer : patterns::neighbourRanks(rank, nranks))
+  for (int peer : peersToConnect(comm))
     if (chooseTransport(ctx, peer) && std::string(chooseTransport(ctx, peer)->name()) == "tcp")
       needTcp = true;
   if (needTcp) BRAID_TRY(findInterfaceAddress(&ctx.tcpAddress, nullptr));
-  BRAID_TRY(connectNeighbours(comm, ctx));
+  BRAID_TRY(connectPeers(comm, ctx));
   // Proxy threads move TCP data: a rank spinning on a core they need only delays them.
   for (auto& c : comm->sendTo)
     if (c && comm->config.spinIters < 0 && std::string(c->transportName()) == "tcp")

@@ -18,6 +18,15 @@
 
 namespace braid {
 
+/// An ncclSend or ncclRecv waiting for its group to end.
+struct P2pRequest {
+  bool isSend;
+  int peer;
+  const void* sendbuff;
+  void* recvbuff;
+  size_t bytes;
+};
+
 /// A ncclRedOpCreatePreMulSum op: the scalar is captured (host immediate) or read at call time.
 struct UserRedOp {
   bool inUse = false;
@@ -48,6 +57,9 @@ struct ncclComm {
   bool initialized = false;
   std::atomic<int> activeCalls{0};  ///< API calls in progress (abort waits for them to leave)
   uint64_t opCount = 0;
+  std::vector<uint64_t> p2pSendSeq;           ///< point-to-point transfers issued to each peer
+  std::vector<uint64_t> p2pRecvSeq;           ///< point-to-point transfers received from each peer
+  std::vector<braid::P2pRequest> pendingP2p;  ///< ncclSend/ncclRecv of the open group
   std::vector<braid::UserRedOp> userOps;
   braid::Worker worker;  ///< runs this communicator's share of a multi-communicator group
 };

@@ -20,6 +20,7 @@ struct CommConfig {
   int tcpBufferBytes = 4 << 20;   ///< BRAID_TCP_BUFFER: SO_SNDBUF/SO_RCVBUF
   std::string algo;               ///< NCCL_ALGO
   std::vector<std::string> transports;  ///< allowed transports, empty = all
+  bool connectNeighboursOnly = false;   ///< BRAID_CONNECT=neighbours: ring/tree peers only
   int blocking = 1;                     ///< ncclConfig_t.blocking
   std::string commName;                 ///< ncclConfig_t.commName
 };

@@ -1,0 +1,137 @@
+#include "algorithms/p2p.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "kernels/reduce.h"
+#include "util/clock.h"
+#include "util/futex.h"
+#include "util/status.h"
+
+namespace braid {
+namespace {
+
+struct Progress {
+  const P2pOp* op;
+  uint32_t tag;
+  size_t done = 0;
+  bool finished = false;
+};
+
+uint32_t p2pTag(uint64_t seq, size_t bytes) {
+  uint64_t h =
+      0x9e3779b97f4a7c15ull ^ (seq * 0xff51afd7ed558ccdull) ^ (bytes * 0xc4ceb9fe1a85ec53ull);
+  h ^= h >> 29;
+  return static_cast<uint32_t>(h ^ (h >> 32)) | 1u;  // odd: never equal to a zero tag
+}
+
+// Sends to self are matched with receives from self in order and copied directly.
+ncclResult_t runSelf(const std::vector<P2pOp>& ops, int self) {
+  std::vector<const P2pOp*> sends, recvs;
+  for (const P2pOp& op : ops)
+    if (op.peer == self) (op.isSend ? sends : recvs).push_back(&op);
+  if (sends.size() != recvs.size())
+    return fail(ncclInvalidUsage, "rank %d posted %zu sends to itself but %zu receives from itself",
+                self, sends.size(), recvs.size());
+  for (size_t i = 0; i < sends.size(); i++) {
+    if (sends[i]->bytes != recvs[i]->bytes)
+      return fail(ncclInvalidUsage, "rank %d sends %zu bytes to itself but receives %zu", self,
+                  sends[i]->bytes, recvs[i]->bytes);
+    if (sends[i]->bytes && recvs[i]->dst != sends[i]->src)
+      kernels::copy(recvs[i]->dst, nullptr, sends[i]->src, sends[i]->bytes);
+  }
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t runP2pBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
+  BRAID_TRY(runSelf(ops, comm.rank));
+  std::vector<Progress> work;
+  for (const P2pOp& op : ops) {
+    if (op.peer == comm.rank || op.bytes == 0) continue;
+    bool connected =
+        op.isSend ? comm.sendTo[op.peer] != nullptr : comm.recvFrom[op.peer] != nullptr;
+    if (!connected)
+      return fail(ncclInvalidUsage,
+                  "rank %d has no connection to rank %d (BRAID_CONNECT=neighbours?)", comm.rank,
+                  op.peer);
+    uint64_t seq = op.isSend ? comm.p2pSendSeq[op.peer]++ : comm.p2pRecvSeq[op.peer]++;
+    work.push_back(Progress{&op, p2pTag(seq, op.bytes)});
+  }
+  const size_t slot = comm.config.slotBytes;
+  Deadline deadline = Deadline::after(comm.policy.timeoutS);
+  int idle = 0;
+  size_t remaining = work.size();
+  while (remaining > 0) {
+    bool progressed = false;
+    for (Progress& p : work) {
+      if (p.finished) continue;
+      const P2pOp& op = *p.op;
+      size_t len = std::min(slot, op.bytes - p.done);
+      if (op.isSend) {
+        FifoSender& f = comm.sendTo[op.peer]->fifo();
+        void* s;
+        if (!f.tryAcquire(&s)) continue;
+        kernels::copy(s, nullptr, op.src + p.done, len);
+        f.post(static_cast<uint32_t>(len), p.tag);
+      } else {
+        FifoReceiver& f = comm.recvFrom[op.peer]->fifo();
+        const void* s;
+        SlotInfo info;
+        if (!f.tryWait(&s, &info)) continue;
+        if (info.tag != p.tag || info.bytes != len)
+          return fail(
+              ncclInvalidUsage,
+              "point-to-point mismatch: rank %d expected %zu bytes from rank %d (a chunk of "
+              "%zu) but received a chunk of %u bytes of another transfer: the ranks' send "
+              "and receive counts differ",
+              comm.rank, op.bytes, op.peer, len, info.bytes);
+        kernels::copy(op.dst + p.done, nullptr, s, len);
+        f.release();
+      }
+      p.done += len;
+      progressed = true;
+      if (p.done == op.bytes) {
+        p.finished = true;
+        remaining--;
+      }
+    }
+    if (progressed) {
+      idle = 0;
+      continue;
+    }
+    // Nothing moved: spin a little, then give the core away in growing sleeps, checking the
+    // abort flag, the deadline and the peers between them.
+    if (++idle < comm.policy.spinIters) {
+      cpuRelax();
+      continue;
+    }
+    if (comm.abortFlag.load())
+      return fail(ncclInvalidUsage, "point-to-point: communicator aborted");
+    if (deadline.expired())
+      return fail(
+          ncclRemoteError,
+          "point-to-point: timed out after %.1f s (BRAID_TIMEOUT_S) with %zu transfers pending",
+          comm.policy.timeoutS, remaining);
+    if (idle % 64 == 0) {
+      for (Progress& p : work) {
+        if (p.finished) continue;
+        LivenessCheck* live = p.op->isSend ? comm.sendTo[p.op->peer]->fifo().liveness()
+                                           : comm.recvFrom[p.op->peer]->fifo().liveness();
+        if (live) BRAID_TRY(live->check());
+      }
+    }
+    int64_t sleepUs = std::min<int64_t>(1000, (idle - comm.policy.spinIters) / 4);
+    if (sleepUs <= 0)
+      sched_yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(sleepUs));
+  }
+  return ncclSuccess;
+}
+
+}  // namespace braid

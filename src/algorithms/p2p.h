@@ -1,0 +1,26 @@
+// Point-to-point transfers as one batch: every send and receive of a group (or of an alltoall,
+// gather or scatter) progresses together, so any pattern (rings, pairs, a rank sending to
+// itself, many peers at once) completes without deadlock. The k-th send from A to B matches the
+// k-th receive on B from A; each carries a fingerprint of its sequence number and size, so
+// mismatched counts fail with a message instead of corrupting data.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "core/comm.h"
+
+namespace braid {
+
+struct P2pOp {
+  bool isSend = false;
+  int peer = -1;
+  const char* src = nullptr;  ///< send
+  char* dst = nullptr;        ///< receive
+  size_t bytes = 0;
+};
+
+/// Runs the batch to completion (or to the first error, which names the peer).
+ncclResult_t runP2pBatch(ncclComm& comm, const std::vector<P2pOp>& ops);
+
+}  // namespace braid

@@ -1,0 +1,137 @@
+// Point-to-point and the collectives built on it (AlltoAll, Gather, Scatter): each call becomes
+// a batch of sends and receives that progress together (algorithms/p2p.h). ncclSend/ncclRecv
+// inside a group join one batch per communicator, run at ncclGroupEnd.
+#include "algorithms/p2p.h"
+#include "api/api.h"
+#include "core/group.h"
+#include "kernels/reduce.h"
+
+using namespace braid;
+
+namespace {
+
+ncclResult_t runBatch(ncclComm* comm, std::vector<P2pOp> ops) {
+  ActiveCall active(comm);
+  ncclResult_t r = runP2pBatch(*comm, ops);
+  if (r != ncclSuccess) commSetError(comm, r, lastError());
+  return r;
+}
+
+ncclResult_t enqueueP2p(bool isSend, const void* sendbuff, void* recvbuff, size_t count,
+                        ncclDataType_t dtype, int peer, ncclComm_t comm) {
+  BRAID_TRY(checkComm(comm));
+  BRAID_TRY(checkDataType(dtype));
+  if (peer < 0 || peer >= comm->nranks)
+    return fail(ncclInvalidArgument, "peer=%d is outside [0, nranks=%d)", peer, comm->nranks);
+  if (count > 0 && isSend && !sendbuff)
+    return fail(ncclInvalidArgument, "sendbuff is NULL with count=%zu", count);
+  if (count > 0 && !isSend && !recvbuff)
+    return fail(ncclInvalidArgument, "recvbuff is NULL with count=%zu", count);
+  P2pRequest req{isSend, peer, sendbuff, recvbuff, count * kernels::typeSize(dtype)};
+  auto toOp = [](const P2pRequest& q) {
+    return P2pOp{q.isSend, q.peer, static_cast<const char*>(q.sendbuff),
+                 static_cast<char*>(q.recvbuff), q.bytes};
+  };
+  if (!groupActive()) return runBatch(comm, {toOp(req)});
+  if (comm->pendingP2p.empty()) {
+    groupAdd(comm, [comm, toOp] {
+      std::vector<P2pOp> ops;
+      for (const P2pRequest& q : comm->pendingP2p) ops.push_back(toOp(q));
+      comm->pendingP2p.clear();
+      return runBatch(comm, std::move(ops));
+    });
+  }
+  comm->pendingP2p.push_back(req);
+  return ncclSuccess;
+}
+
+// Checks shared by the rooted and all-to-all p2p collectives.
+ncclResult_t checkBlocks(ncclComm_t comm, ncclDataType_t dtype, size_t count, const void* sendbuff,
+                         bool needSend, const void* recvbuff, bool needRecv) {
+  BRAID_TRY(checkComm(comm));
+  BRAID_TRY(checkDataType(dtype));
+  if (count > 0 && needSend && !sendbuff)
+    return fail(ncclInvalidArgument, "sendbuff is NULL with count=%zu", count);
+  if (count > 0 && needRecv && !recvbuff)
+    return fail(ncclInvalidArgument, "recvbuff is NULL with count=%zu", count);
+  return ncclSuccess;
+}
+
+ncclResult_t checkRoot(ncclComm_t comm, int root) {
+  if (root < 0 || root >= comm->nranks)
+    return fail(ncclInvalidArgument, "root=%d is outside [0, nranks=%d)", root, comm->nranks);
+  return ncclSuccess;
+}
+
+}  // namespace
+
+NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype,
+         int peer, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return apiGuard("ncclSend",
+                  [&] { return enqueueP2p(true, sendbuff, nullptr, count, datatype, peer, comm); });
+}
+
+NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+         ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return apiGuard("ncclRecv", [&] {
+    return enqueueP2p(false, nullptr, recvbuff, count, datatype, peer, comm);
+  });
+}
+
+NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return apiGuard("ncclAlltoAll", [&]() -> ncclResult_t {
+    BRAID_TRY(checkBlocks(comm, datatype, count, sendbuff, true, recvbuff, true));
+    if (count == 0) return ncclSuccess;
+    if (sendbuff == recvbuff)
+      return fail(ncclInvalidArgument, "ncclAlltoAll is out-of-place only: sendbuff == recvbuff");
+    size_t block = count * kernels::typeSize(datatype);
+    std::vector<P2pOp> ops;
+    for (int p = 0; p < comm->nranks; p++) {
+      ops.push_back({true, p, static_cast<const char*>(sendbuff) + p * block, nullptr, block});
+      ops.push_back({false, p, nullptr, static_cast<char*>(recvbuff) + p * block, block});
+    }
+    return runOrDefer(comm, [comm, ops] { return runBatch(comm, ops); });
+  });
+}
+
+NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return apiGuard("ncclGather", [&]() -> ncclResult_t {
+    BRAID_TRY(checkComm(comm));
+    BRAID_TRY(checkRoot(comm, root));
+    bool isRoot = comm->rank == root;
+    BRAID_TRY(checkBlocks(comm, datatype, count, sendbuff, true, recvbuff, isRoot));
+    if (count == 0) return ncclSuccess;
+    size_t block = count * kernels::typeSize(datatype);
+    std::vector<P2pOp> ops;
+    ops.push_back({true, root, static_cast<const char*>(sendbuff), nullptr, block});
+    if (isRoot)
+      for (int p = 0; p < comm->nranks; p++)
+        ops.push_back({false, p, nullptr, static_cast<char*>(recvbuff) + p * block, block});
+    return runOrDefer(comm, [comm, ops] { return runBatch(comm, ops); });
+  });
+}
+
+NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
+         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  (void)stream;
+  return apiGuard("ncclScatter", [&]() -> ncclResult_t {
+    BRAID_TRY(checkComm(comm));
+    BRAID_TRY(checkRoot(comm, root));
+    bool isRoot = comm->rank == root;
+    BRAID_TRY(checkBlocks(comm, datatype, count, sendbuff, isRoot, recvbuff, true));
+    if (count == 0) return ncclSuccess;
+    size_t block = count * kernels::typeSize(datatype);
+    std::vector<P2pOp> ops;
+    if (isRoot)
+      for (int p = 0; p < comm->nranks; p++)
+        ops.push_back({true, p, static_cast<const char*>(sendbuff) + p * block, nullptr, block});
+    ops.push_back({false, root, nullptr, static_cast<char*>(recvbuff), block});
+    return runOrDefer(comm, [comm, ops] { return runBatch(comm, ops); });
+  });
+}
