@@ -8,6 +8,7 @@
 #include "api/api.h"
 #include "core/bootstrap_root.h"
 #include "core/group.h"
+#include "core/split.h"
 #include "core/unique_id.h"
 #include "util/env.h"
 #include "util/log.h"
@@ -29,22 +30,7 @@ NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
     ncclResult_t envResult;
     if (uniqueIdFromEnvironment(uniqueId, &envResult)) return envResult;
     // Otherwise this process hosts the root on its own interface, with a fresh secret.
-    UniqueIdFields f{};
-    f.magic = kUniqueIdMagic;
-    SockAddr addr;
-    BRAID_TRY(findInterfaceAddress(&addr, nullptr));
-    int fd = -1;
-    BRAID_TRY(listenOn(&addr, &fd));
-    memcpy(f.addr, &addr.storage, addr.len);
-    f.addrLen = addr.len;
-    if (!secureRandom(f.secret, sizeof(f.secret)) || !secureRandom(&f.nonce, sizeof(f.nonce))) {
-      close(fd);
-      return fail(ncclSystemError, "no random bytes for the communicator secret");
-    }
-    startBootstrapRoot(fd, f, static_cast<double>(envInt("BRAID_TIMEOUT_S", 300)));
-    *uniqueId = packUniqueId(f);
-    BRAID_INFO(kSubsysBootstrap, "unique id: bootstrap root at %s", addr.toString().c_str());
-    return ncclSuccess;
+    return newHostedUniqueId(uniqueId);
   });
 }
 
@@ -114,7 +100,7 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
     if (ndev < 1) return fail(ncclInvalidArgument, "ndev=%d: must be at least 1", ndev);
     (void)devlist;  // host ranks: device numbers are not used
     ncclUniqueId id;
-    BRAID_TRY(pncclGetUniqueId(&id));
+    BRAID_TRY(newHostedUniqueId(&id));  // never NCCL_COMM_ID's: that one names the job's root
     groupStart();
     for (int i = 0; i < ndev; i++) {
       ncclResult_t r = initRank(&comms[i], ndev, id, i, nullptr);
@@ -129,6 +115,21 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
         if (comms[i]) releaseComm(comms[i], true), comms[i] = nullptr;
     }
     return r;
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+         ncclConfig_t* config) {
+  return apiGuard("ncclCommSplit", [&] {
+    BRAID_TRY(checkComm(comm));
+    if (!newcomm) return fail(ncclInvalidArgument, "newcomm (the output pointer) is NULL");
+    if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
+      return fail(ncclInvalidArgument, "color=%d: must be >= 0 or NCCL_SPLIT_NOCOLOR", color);
+    *newcomm = nullptr;
+    return runOrDefer(comm, [comm, color, key, newcomm, config] {
+      ActiveCall active(comm);
+      return commSplit(comm, color, key, newcomm, config);
+    });
   });
 }
 

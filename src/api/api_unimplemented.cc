@@ -13,8 +13,6 @@ using namespace braid;
 BRAID_NOT_IMPLEMENTED(ncclMemAlloc, void** ptr, size_t size)
 BRAID_NOT_IMPLEMENTED(ncclMemFree, void* ptr)
 BRAID_NOT_IMPLEMENTED(ncclCommRevoke, ncclComm_t comm, int revokeFlags)
-BRAID_NOT_IMPLEMENTED(ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
-                      ncclConfig_t* config)
 BRAID_NOT_IMPLEMENTED(ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
                       ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags)
 BRAID_NOT_IMPLEMENTED(ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank,

@@ -1,11 +1,15 @@
 #include "core/unique_id.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "core/bootstrap_root.h"
 #include "util/env.h"
 #include "util/log.h"
+#include "util/random.h"
 #include "util/status.h"
 
 namespace braid {
@@ -33,6 +37,25 @@ ncclResult_t unpackUniqueId(const ncclUniqueId& id, UniqueIdFields* f, SockAddr*
   for (size_t i = sizeof(*f); i < sizeof(id.internal); i++)
     if (id.internal[i] != 0)
       return fail(ncclInvalidArgument, "commId: corrupt padding at byte %zu", i);
+  return ncclSuccess;
+}
+
+ncclResult_t newHostedUniqueId(ncclUniqueId* id) {
+  UniqueIdFields f{};
+  f.magic = kUniqueIdMagic;
+  SockAddr addr;
+  BRAID_TRY(findInterfaceAddress(&addr, nullptr));
+  int fd = -1;
+  BRAID_TRY(listenOn(&addr, &fd));
+  memcpy(f.addr, &addr.storage, addr.len);
+  f.addrLen = addr.len;
+  if (!secureRandom(f.secret, sizeof(f.secret)) || !secureRandom(&f.nonce, sizeof(f.nonce))) {
+    close(fd);
+    return fail(ncclSystemError, "no random bytes for the communicator secret");
+  }
+  startBootstrapRoot(fd, f, static_cast<double>(envInt("BRAID_TIMEOUT_S", 300)));
+  *id = packUniqueId(f);
+  BRAID_INFO(kSubsysBootstrap, "unique id: bootstrap root at %s", addr.toString().c_str());
   return ncclSuccess;
 }
 

@@ -27,6 +27,9 @@ ncclUniqueId packUniqueId(const UniqueIdFields& f);
 /// Validates and unpacks an id; ncclInvalidArgument naming what is wrong otherwise.
 ncclResult_t unpackUniqueId(const ncclUniqueId& id, UniqueIdFields* f, SockAddr* addr);
 
+/// A fresh id whose root this process hosts (a thread listening on the chosen interface).
+ncclResult_t newHostedUniqueId(ncclUniqueId* id);
+
 /// The deterministic id of NCCL_COMM_ID=host:port, or of MASTER_ADDR/MASTER_PORT (torchrun-style,
 /// as braidrun sets), with the secret from BRAID_COMM_SECRET (32 hex digits). Returns false when
 /// none of these variables is set.
