@@ -19,19 +19,6 @@ class NotImplemented : public OneRankComm {
   std::vector<Entry> entries() {
     static float buf[16];
     return {
-        {"ncclSend", [](ncclComm_t c) { return ncclSend(buf, 4, ncclFloat32, 0, c, nullptr); }},
-        {"ncclRecv", [](ncclComm_t c) { return ncclRecv(buf, 4, ncclFloat32, 0, c, nullptr); }},
-        {"ncclAlltoAll",
-         [](ncclComm_t c) { return ncclAlltoAll(buf, buf, 4, ncclFloat32, c, nullptr); }},
-        {"ncclGather",
-         [](ncclComm_t c) { return ncclGather(buf, buf, 4, ncclFloat32, 0, c, nullptr); }},
-        {"ncclScatter",
-         [](ncclComm_t c) { return ncclScatter(buf, buf, 4, ncclFloat32, 0, c, nullptr); }},
-        {"ncclCommSplit",
-         [](ncclComm_t c) {
-           ncclComm_t out;
-           return ncclCommSplit(c, 0, 0, &out, nullptr);
-         }},
         {"ncclCommShrink",
          [](ncclComm_t c) {
            ncclComm_t out;
