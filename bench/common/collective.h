@@ -25,6 +25,15 @@ struct CollCall {
   std::uint64_t seed = 0;             ///< changes between checked runs
 
   DataSpec dataSpec() const { return {type, opIndex, nranks, seed}; }
+
+  /// The data of sourceRank for collectives that move values unchanged (broadcast,
+  /// all-gather), written and checked as rank 0 of this spec. Nothing is summed, so each block
+  /// spans the type's whole exact range, and every (seed, source) pair has its own values: a
+  /// block taken from the wrong rank, offset or run is counted.
+  DataSpec copiedSpec(int sourceRank) const {
+    return {type, ncclSum, /*nranks=*/1,
+            seed * static_cast<std::uint64_t>(nranks) + static_cast<std::uint64_t>(sourceRank)};
+  }
 };
 
 struct CollectiveTest {

@@ -251,6 +251,18 @@ void poisonOutput(void* buffer, std::size_t count, ncclDataType_t type) {
   });
 }
 
+std::int64_t countOverwritten(const void* buffer, std::size_t count, ncclDataType_t type) {
+  const std::size_t size = typeInfo(type).size;
+  unsigned char poison[8];
+  poisonOutput(poison, 1, type);
+  const auto* bytes = static_cast<const unsigned char*>(buffer);
+  std::int64_t overwritten = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (std::memcmp(bytes + i * size, poison, size) != 0) ++overwritten;
+  }
+  return overwritten;
+}
+
 std::int64_t countWrongReduced(const void* result, std::size_t count, std::size_t firstIndex,
                                const DataSpec& spec) {
   Generator generator(spec);

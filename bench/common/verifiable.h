@@ -39,6 +39,10 @@ void fillInput(void* buffer, std::size_t count, std::size_t firstIndex, const Da
 /// collective forgot to write is always counted as wrong.
 void poisonOutput(void* buffer, std::size_t count, ncclDataType_t type);
 
+/// Counts elements of buffer[0 .. count) that no longer hold poisonOutput's value: writes into an
+/// output that the collective must leave alone (ncclReduce's receive buffer on other ranks).
+std::int64_t countOverwritten(const void* buffer, std::size_t count, ncclDataType_t type);
+
 /// Counts elements of result[0 .. count) that differ from the reduction over all ranks of
 /// elements [firstIndex, firstIndex + count) (exact; one unit in the last place for avg).
 std::int64_t countWrongReduced(const void* result, std::size_t count, std::size_t firstIndex,

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "collective.h"
 #include "datatypes.h"
 
 namespace braid::bench {
@@ -110,6 +111,34 @@ TEST_P(EveryTypeAndOp, WrongAndUnwrittenElementsCount) {
     EXPECT_EQ(countWrongReduced(result.data(), kCount, 0, spec), 1)
         << type.name << " " << kOpNames[op] << " " << good;
   }
+}
+
+TEST_P(EveryTypeAndOp, OverwrittenPoisonIsCounted) {
+  const TypeInfo& type = kTypes[GetParam()];
+  constexpr std::size_t kCount = 64;
+  std::vector<unsigned char> buffer(kCount * type.size);
+  poisonOutput(buffer.data(), kCount, type.type);
+  EXPECT_EQ(countOverwritten(buffer.data(), kCount, type.type), 0) << type.name;
+  storeElement(buffer.data(), 5, type.type, 0.0);
+  storeElement(buffer.data(), 63, type.type, 1.0);
+  EXPECT_EQ(countOverwritten(buffer.data(), kCount, type.type), 2) << type.name;
+}
+
+TEST_P(EveryTypeAndOp, CopiedBlocksOfEachSourceAndRunDiffer) {
+  const TypeInfo& type = kTypes[GetParam()];
+  constexpr std::size_t kCount = 256;
+  constexpr std::int64_t kHalf = kCount / 2;
+  std::vector<unsigned char> block(kCount * type.size);
+  CollCall call;
+  call.type = type.type;
+  call.nranks = 4;
+  call.seed = 7;
+  fillInput(block.data(), kCount, 0, call.copiedSpec(2), 0);
+  EXPECT_EQ(countWrongCopied(block.data(), kCount, 0, call.copiedSpec(2), 0), 0) << type.name;
+  // Even the 8-bit floats take 17 or more values: most elements of another block differ.
+  EXPECT_GT(countWrongCopied(block.data(), kCount, 0, call.copiedSpec(3), 0), kHalf);
+  call.seed = 8;
+  EXPECT_GT(countWrongCopied(block.data(), kCount, 0, call.copiedSpec(2), 0), kHalf);
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, EveryTypeAndOp, ::testing::Range(0, kNumTypes),
