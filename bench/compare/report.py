@@ -132,8 +132,9 @@ def format_table(transport: str, nranks: int, libraries: List[str],
         lines.append(f"latency at {size_label(smallest)} B (median [min-max] time per call): "
                      + ", ".join(parts))
     if bound:
-        lines.append(f"memory bound B(n-1)/n^2 = {fmt(bound)} GB/s "
-                     "(B: median best copy GB/s of the stream probes, all threads)")
+        lines.append(f"memory bound B(n-1)/n^2 = {fmt(bound)} GB/s (B: median best copy GB/s of "
+                     "the stream probes, all threads; it holds for messages beyond the caches, "
+                     "cache-resident ones can pass 100%)")
     wrong = [f"{LIBRARY_TITLES[lib]} at {size_label(s.size)} ({s.wrong})"
              for lib in libraries for s in stats.get(lib, {}).values() if s.wrong]
     if wrong:
