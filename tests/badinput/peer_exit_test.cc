@@ -170,14 +170,15 @@ struct InitDeath {
   bool whenSegmentMapped;  ///< instead: as soon as it has mapped its first shm segment
 };
 
-// True once this process maps a Braid shared-memory segment: the receiving side of the shm
-// transport exists, and its name is not unlinked until every rank passes the next barrier.
+// True once this process maps a FIFO of the shm transport (a memfd, or a named segment where
+// memfd is unavailable): the receiving side exists, and the other ranks have not connected yet.
 bool mapsBraidSegment() {
   FILE* f = fopen("/proc/self/maps", "r");
   if (!f) return false;
   char line[4096];
   bool found = false;
-  while (!found && fgets(line, sizeof(line), f)) found = strstr(line, "/dev/shm/braid-");
+  while (!found && fgets(line, sizeof(line), f))
+    found = strstr(line, "/dev/shm/braid-") || strstr(line, "memfd:braid-");
   fclose(f);
   return found;
 }
@@ -199,7 +200,7 @@ TEST_P(PeerExitDuringInit, SurvivorsFailInTime) {
         if (ctx.rank() == kVictim) {
           if (death.whenSegmentMapped) {
             std::thread([] {
-              for (int i = 0; i < 100000 && !mapsBraidSegment(); i++) usleep(100);
+              for (int i = 0; i < 30000 && !mapsBraidSegment(); i++) usleep(100);
               _exit(1);
             }).detach();
           } else {
