@@ -64,6 +64,10 @@ struct ChildProcess {
 /// removes the log files.
 std::vector<RankResult> waitForChildren(std::vector<ChildProcess>& children, double timeoutS);
 
+/// In a child: be killed when the test process dies (also across exec), so a test killed by
+/// its timeout leaves no rank running.
+void dieWithParent(pid_t parent);
+
 /// In a child process: runs the rank, sends the result through `fd` and never returns.
 [[noreturn]] void runChildRank(RankContext& ctx, const RankFn& fn, int fd);
 

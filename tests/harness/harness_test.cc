@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
 #include <chrono>
+
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <thread>
 
@@ -125,10 +129,50 @@ TEST(Processes, StragglersAreKilledAtTheDeadline) {
   EXPECT_EQ(report.ranks[1].outcome, Outcome::kTimedOut);
 }
 
+// True while `pid` runs (a zombie, possibly never reaped by a container's init, counts as gone).
+bool running(pid_t pid) {
+  if (kill(pid, 0) != 0) return false;
+  FILE* f = fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return false;
+  char buf[512] = {};
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  const char* close = strrchr(buf, ')');
+  return n > 0 && close && close[1] == ' ' && close[2] != 'Z' && close[2] != 'X';
+}
+
+TEST(Processes, RanksDieWithTheTestProcess) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t testProcess = fork();
+  ASSERT_GE(testProcess, 0);
+  if (testProcess == 0) {
+    // A stand-in for a test process that gets killed (e.g. by CTest's timeout) mid-run.
+    close(fds[0]);
+    runProcesses(1, [&](RankContext&) {
+      pid_t me = getpid();
+      (void)!write(fds[1], &me, sizeof(me));
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+    });
+    _exit(0);
+  }
+  close(fds[1]);
+  pid_t rank = -1;
+  ASSERT_EQ(read(fds[0], &rank, sizeof(rank)), static_cast<ssize_t>(sizeof(rank)));
+  close(fds[0]);
+  ASSERT_TRUE(running(rank));
+  kill(testProcess, SIGKILL);
+  waitpid(testProcess, nullptr, 0);
+  for (int i = 0; i < 100 && running(rank); i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(running(rank)) << "rank process " << rank << " outlived the test process";
+  if (running(rank)) kill(rank, SIGKILL);
+}
+
 TEST(Processes, IdFromEnvironmentLetsRankZeroHostTheRendezvous) {
   RunOptions options;
-  // A port from the dynamic range that this test alone uses; rank 0 listens on it.
-  options.env = {{"NCCL_COMM_ID", "127.0.0.1:" + std::to_string(40000 + getpid() % 20000)},
+  // Rank 0 listens on this port.
+  options.env = {{"NCCL_COMM_ID", "127.0.0.1:" + std::to_string(freeLocalPort())},
                  {"BRAID_COMM_SECRET", "00112233445566778899aabbccddeeff"},
                  {"NCCL_SOCKET_IFNAME", "lo"}};
   options.idFromEnvironment = true;

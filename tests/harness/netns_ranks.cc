@@ -164,6 +164,7 @@ RunReport runInNamespaces(int nranks, const RankFn& fn, const NamespaceOptions& 
 
   std::vector<internal::ChildProcess> children;
   fflush(nullptr);
+  const pid_t parent = getpid();
   for (int rank = 0; rank < nranks; rank++) {
     int host = options.placement == Placement::kRoundRobin ? rank % options.namespaces
                                                            : rank * options.namespaces / nranks;
@@ -195,7 +196,8 @@ RunReport runInNamespaces(int nranks, const RankFn& fn, const NamespaceOptions& 
     }
     pid_t pid = fork();
     if (pid == 0) {
-      dup2(fds[1], kChildResultFd);  // dup2 clears close-on-exec on the copy
+      internal::dieWithParent(parent);  // kept across exec: a killed test takes its ranks along
+      dup2(fds[1], kChildResultFd);     // dup2 clears close-on-exec on the copy
       dup2(logFd, 1);
       dup2(logFd, 2);
       execvpe(args[0], args.data(), envp.data());

@@ -2,9 +2,13 @@
 // parent, as a launcher's would), forks one child per rank, and reads each child's result from a
 // pipe. Children that outlive the deadline are killed; a child that dies is reported with its
 // exit code or signal, which tests of failure handling rely on.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +37,11 @@ bool writeAll(int fd, const std::string& text) {
     done += static_cast<size_t>(n);
   }
   return true;
+}
+
+void dieWithParent(pid_t parent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(125);  // the parent died before prctl took effect
 }
 
 void runChildRank(RankContext& ctx, const RankFn& fn, int fd) {
@@ -157,6 +166,21 @@ std::vector<RankResult> waitForChildren(std::vector<ChildProcess>& children, dou
 
 }  // namespace internal
 
+int freeLocalPort() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
 RunReport runProcesses(int nranks, const RankFn& fn, const RunOptions& options) {
   RunReport report;
   report.shape = RankShape::kProcesses;
@@ -171,6 +195,7 @@ RunReport runProcesses(int nranks, const RankFn& fn, const RunOptions& options) 
       return report;
     }
     fflush(nullptr);  // or buffered output would be written once more by every child
+    const pid_t parent = getpid();
     for (int rank = 0; rank < nranks; rank++) {
       int fds[2];
       if (pipe2(fds, O_CLOEXEC) != 0) {
@@ -185,6 +210,7 @@ RunReport runProcesses(int nranks, const RankFn& fn, const RunOptions& options) 
         break;
       }
       if (pid == 0) {
+        internal::dieWithParent(parent);
         close(fds[0]);
         for (const internal::ChildProcess& c : children) close(c.readFd);
         if (options.idFromEnvironment && ncclGetUniqueId(&id) != ncclSuccess) {

@@ -140,6 +140,9 @@ RunReport runProcesses(int nranks, const RankFn& fn, const RunOptions& options =
 /// child (started by the parent), runs only this rank for the matching call and exits.
 RunReport runInNamespaces(int nranks, const RankFn& fn, const NamespaceOptions& options = {});
 
+/// A TCP port on 127.0.0.1 that was free a moment ago (for NCCL_COMM_ID in tests).
+int freeLocalPort();
+
 /// Empty when network namespaces can be created here; otherwise why not (for GTEST_SKIP).
 std::string namespacesUnavailableReason();
 /// True in a process started by runInNamespaces to be one rank.

@@ -71,7 +71,7 @@ TEST(Lifecycle, ManyCommunicatorsInSequenceOnOneCommId) {
   auto before = braidShmSegments();
   RunOptions options = commonOptions();
   options.idFromEnvironment = true;
-  options.env.push_back({"NCCL_COMM_ID", "127.0.0.1:" + std::to_string(20000 + getpid() % 20000)});
+  options.env.push_back({"NCCL_COMM_ID", "127.0.0.1:" + std::to_string(freeLocalPort())});
   options.env.push_back({"BRAID_COMM_SECRET", "fedcba9876543210fedcba9876543210"});
   RunReport report = runProcesses(
       4,

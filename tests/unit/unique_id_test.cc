@@ -207,7 +207,7 @@ TEST_F(EnvironmentId, MalformedSettingsAreRejected) {
 TEST_F(EnvironmentId, RanksComputingTheirOwnIdFormOneCommunicator) {
   test::RunOptions options;
   options.idFromEnvironment = true;
-  options.env = {{"NCCL_COMM_ID", "127.0.0.1:" + std::to_string(30000 + getpid() % 20000)},
+  options.env = {{"NCCL_COMM_ID", "127.0.0.1:" + std::to_string(test::freeLocalPort())},
                  {"BRAID_COMM_SECRET", kSecret},
                  {"NCCL_SOCKET_IFNAME", "lo"},
                  {"BRAID_TIMEOUT_S", "20"}};
