@@ -86,6 +86,7 @@ ncclResult_t groupEnd() {
     byComm[t.comm].push_back(std::move(t.run));
   }
   std::vector<Outcome> outcomes(order.size());
+  if (order.empty()) return ncclSuccess;  // nothing was queued (count-0 calls, empty groups)
   if (order.size() == 1) {
     outcomes[0] = runTasks(order[0], byComm[order[0]]);
   } else {
