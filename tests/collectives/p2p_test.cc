@@ -145,3 +145,20 @@ TEST(PointToPoint, MismatchedCountsFailInsteadOfHanging) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Groups, EmptyAndCountZeroGroupsEndSuccessfully) {
+  EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  ncclComm_t comms[2];
+  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
+  float buf[4] = {};
+  ncclGroupStart();
+  for (ncclComm_t c : comms) ncclAllGather(buf, buf, 0, ncclFloat32, c, nullptr);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage) << "an unmatched ncclGroupEnd must be refused";
+  for (ncclComm_t c : comms) ncclCommDestroy(c);
+}
+
+}  // namespace
