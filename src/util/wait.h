@@ -2,6 +2,7 @@
 // futex in short slices, checking the abort flag, the deadline and the peer's liveness each slice.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -20,9 +21,13 @@ class LivenessCheck {
 
 /// How a communicator waits: its spin budget, deadline and abort flag.
 struct WaitPolicy {
-  int spinIters = 2000;                          ///< polls before the first sleep
+  int spinIters = 2000;                          ///< most polls before the first sleep
   double timeoutS = 300;                         ///< BRAID_TIMEOUT_S
   const std::atomic<uint32_t>* abort = nullptr;  ///< non-zero: give up now
+  /// The spin budget in force: halved whenever spinning did not pay (the peer was not running,
+  /// e.g. another process took its core), doubled back towards spinIters whenever it did. Only
+  /// the thread that owns the policy's communicator waits with it.
+  mutable int spinNow = -1;
 };
 
 /// The word a waiter sleeps on and the count of sleepers the other side checks before waking.
@@ -46,10 +51,15 @@ template <class Ready>
 inline ncclResult_t waitUntil(const WaitPolicy& policy, const WakeWord& w, const Ready& ready,
                               LivenessCheck* peer, const char* what) {
   if (ready()) return ncclSuccess;
-  for (int i = 0; i < policy.spinIters; i++) {
+  const int budget = policy.spinNow >= 0 ? policy.spinNow : policy.spinIters;
+  for (int i = 0; i < budget; i++) {
     cpuRelax();
-    if (ready()) return ncclSuccess;
+    if (ready()) {
+      if (budget < policy.spinIters) policy.spinNow = std::min(policy.spinIters, budget * 2 + 16);
+      return ncclSuccess;
+    }
   }
+  policy.spinNow = budget / 2;
   return detail::waitSlow(
       policy, w, [](const void* r) { return (*static_cast<const Ready*>(r))(); }, &ready, peer,
       what);
