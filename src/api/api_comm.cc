@@ -94,6 +94,17 @@ NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncc
                   [&] { return initRank(comm, nranks, commId, rank, config); });
 }
 
+// NCCL spreads the rendezvous over nId roots; Braid's root serves a whole communicator, so every
+// rank joins through the first id (all ranks receive the same array, as NCCL requires).
+NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank,
+         int nId, ncclUniqueId* commIds, ncclConfig_t* config) {
+  return apiGuard("ncclCommInitRankScalable", [&] {
+    if (nId < 1) return fail(ncclInvalidArgument, "nId=%d: must be at least 1", nId);
+    if (!commIds) return fail(ncclInvalidArgument, "commIds is NULL");
+    return initRank(newcomm, nranks, commIds[0], myrank, config);
+  });
+}
+
 NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
   return apiGuard("ncclCommInitAll", [&]() -> ncclResult_t {
     if (!comms) return fail(ncclInvalidArgument, "comm (the output array) is NULL");

@@ -26,12 +26,6 @@ class NotImplemented : public OneRankComm {
            return ncclCommShrink(c, &exclude, 1, &out, nullptr, 0);
          }},
         {"ncclCommRevoke", [](ncclComm_t c) { return ncclCommRevoke(c, 0); }},
-        {"ncclCommInitRankScalable",
-         [](ncclComm_t) {
-           ncclComm_t out;
-           ncclUniqueId id{};
-           return ncclCommInitRankScalable(&out, 1, 0, 1, &id, nullptr);
-         }},
         {"ncclCommRegister",
          [](ncclComm_t c) {
            void* handle;

@@ -2,9 +2,14 @@
 // working (an allreduce whose exact sum proves the membership) while the parent still works.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include <string>
 #include <vector>
 
+#include "braid/braid.h"
 #include "harness/rank_harness.h"
 
 namespace {
@@ -77,6 +82,47 @@ TEST(CommSplit, BadArguments) {
     ncclCommDestroy(comm);
   });
   BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
+}  // namespace
+
+namespace {
+
+// braidBarrier: nobody leaves before the last rank arrives.
+TEST(Extensions, BarrierHoldsEveryoneUntilTheLastArrives) {
+  static std::atomic<int> arrived{0};
+  arrived = 0;
+  auto report = braid::test::runThreads(3, [](RankContext& ctx) {
+    ncclComm_t comm = ctx.initComm();
+    if (!comm) return;
+    if (ctx.rank() == 2) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    arrived++;
+    if (braidBarrier(comm) != ncclSuccess)
+      ctx.fail(std::string("barrier: ") + ncclGetLastError(comm));
+    if (arrived.load() != 3) ctx.fail("left the barrier before every rank arrived");
+    ncclCommDestroy(comm);
+  });
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
+// ncclCommInitRankScalable: every rank joins through the array of ids.
+TEST(Extensions, InitRankScalableFormsOneCommunicator) {
+  ncclUniqueId ids[2];
+  ASSERT_EQ(ncclGetUniqueId(&ids[0]), ncclSuccess);
+  ids[1] = ids[0];
+  auto report = braid::test::runThreads(2, [&ids](RankContext& ctx) {
+    ncclComm_t comm = nullptr;
+    if (ncclCommInitRankScalable(&comm, 2, ctx.rank(), 2, ids, nullptr) != ncclSuccess)
+      return ctx.fail(std::string("init: ") + ncclGetLastError(nullptr));
+    int64_t one = 1, total = 0;
+    if (ncclAllReduce(&one, &total, 1, ncclInt64, ncclSum, comm, nullptr) != ncclSuccess ||
+        total != 2)
+      ctx.fail("allreduce on the scalable-init communicator gave " + std::to_string(total));
+    ncclCommDestroy(comm);
+  });
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+  ncclComm_t comm;
+  EXPECT_EQ(ncclCommInitRankScalable(&comm, 2, 0, 0, ids, nullptr), ncclInvalidArgument);
 }
 
 }  // namespace
