@@ -45,10 +45,9 @@ ncclResult_t enqueueP2p(bool isSend, const void* sendbuff, void* recvbuff, size_
   return ncclSuccess;
 }
 
-// Checks shared by the rooted and all-to-all p2p collectives.
-ncclResult_t checkBlocks(ncclComm_t comm, ncclDataType_t dtype, size_t count, const void* sendbuff,
-                         bool needSend, const void* recvbuff, bool needRecv) {
-  BRAID_TRY(checkComm(comm));
+// Checks shared by the rooted and all-to-all p2p collectives (the comm is already checked).
+ncclResult_t checkBlocks(ncclDataType_t dtype, size_t count, const void* sendbuff, bool needSend,
+                         const void* recvbuff, bool needRecv) {
   BRAID_TRY(checkDataType(dtype));
   if (count > 0 && needSend && !sendbuff)
     return fail(ncclInvalidArgument, "sendbuff is NULL with count=%zu", count);
@@ -84,7 +83,8 @@ NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_
          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   (void)stream;
   return apiGuard("ncclAlltoAll", [&]() -> ncclResult_t {
-    BRAID_TRY(checkBlocks(comm, datatype, count, sendbuff, true, recvbuff, true));
+    BRAID_TRY(checkComm(comm));
+    BRAID_TRY(checkBlocks(datatype, count, sendbuff, true, recvbuff, true));
     if (count == 0) return ncclSuccess;
     if (sendbuff == recvbuff)
       return fail(ncclInvalidArgument, "ncclAlltoAll is out-of-place only: sendbuff == recvbuff");
@@ -105,7 +105,7 @@ NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t 
     BRAID_TRY(checkComm(comm));
     BRAID_TRY(checkRoot(comm, root));
     bool isRoot = comm->rank == root;
-    BRAID_TRY(checkBlocks(comm, datatype, count, sendbuff, true, recvbuff, isRoot));
+    BRAID_TRY(checkBlocks(datatype, count, sendbuff, true, recvbuff, isRoot));
     if (count == 0) return ncclSuccess;
     size_t block = count * kernels::typeSize(datatype);
     std::vector<P2pOp> ops;
@@ -124,7 +124,7 @@ NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t
     BRAID_TRY(checkComm(comm));
     BRAID_TRY(checkRoot(comm, root));
     bool isRoot = comm->rank == root;
-    BRAID_TRY(checkBlocks(comm, datatype, count, sendbuff, isRoot, recvbuff, true));
+    BRAID_TRY(checkBlocks(datatype, count, sendbuff, isRoot, recvbuff, true));
     if (count == 0) return ncclSuccess;
     size_t block = count * kernels::typeSize(datatype);
     std::vector<P2pOp> ops;

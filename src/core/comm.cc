@@ -167,7 +167,7 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   ctx.allowed = comm->config.transports;
   bool needTcp = false;
   for (int peer : peersToConnect(comm))
-    if (chooseTransport(ctx, peer) && std::string(chooseTransport(ctx, peer)->name()) == "tcp")
+    if (Transport* t = chooseTransport(ctx, peer); t && std::string(t->name()) == "tcp")
       needTcp = true;
   if (needTcp) BRAID_TRY(findInterfaceAddress(&ctx.tcpAddress, nullptr));
   BRAID_TRY(connectPeers(comm, ctx));

@@ -29,8 +29,8 @@ struct Outcome {
   std::string text;
 };
 
-// Runs one communicator's tasks in order; the first failure marks the communicator failed.
-Outcome runTasks(ncclComm* comm, const std::vector<std::function<ncclResult_t()>>& tasks) {
+// Runs one communicator's tasks in order, stopping at the first failure.
+Outcome runTasks(const std::vector<std::function<ncclResult_t()>>& tasks) {
   Outcome out;
   for (const auto& task : tasks) {
     ncclResult_t r;
@@ -45,7 +45,6 @@ Outcome runTasks(ncclComm* comm, const std::vector<std::function<ncclResult_t()>
       return out;
     }
   }
-  (void)comm;
   return out;
 }
 
@@ -85,24 +84,17 @@ ncclResult_t groupEnd() {
     if (!byComm.count(t.comm)) order.push_back(t.comm);
     byComm[t.comm].push_back(std::move(t.run));
   }
-  std::vector<Outcome> outcomes(order.size());
   if (order.empty()) return ncclSuccess;  // nothing was queued (count-0 calls, empty groups)
-  if (order.size() == 1) {
-    outcomes[0] = runTasks(order[0], byComm[order[0]]);
-  } else {
-    std::vector<std::promise<Outcome>> done(order.size());
-    std::vector<std::future<Outcome>> results;
-    // The calling thread takes the first communicator's share itself: one hand-off fewer.
-    for (size_t i = 1; i < order.size(); i++) {
-      results.push_back(done[i].get_future());
-      ncclComm* comm = order[i];
-      auto* list = &byComm[comm];
-      auto* promise = &done[i];
-      comm->worker.submit([comm, list, promise] { promise->set_value(runTasks(comm, *list)); });
-    }
-    outcomes[0] = runTasks(order[0], byComm[order[0]]);
-    for (size_t i = 1; i < order.size(); i++) outcomes[i] = results[i - 1].get();
+  // Other communicators' shares go to their workers; the calling thread takes the first itself.
+  std::vector<Outcome> outcomes(order.size());
+  std::vector<std::promise<Outcome>> done(order.size());
+  for (size_t i = 1; i < order.size(); i++) {
+    auto* list = &byComm[order[i]];
+    auto* promise = &done[i];
+    order[i]->worker.submit([list, promise] { promise->set_value(runTasks(*list)); });
   }
+  outcomes[0] = runTasks(byComm[order[0]]);
+  for (size_t i = 1; i < order.size(); i++) outcomes[i] = done[i].get_future().get();
   for (size_t i = 0; i < order.size(); i++) {
     if (outcomes[i].code != ncclSuccess) {
       setLastError(outcomes[i].text);
