@@ -4,6 +4,7 @@
 #include "algorithms/algorithm.h"
 #include "api/api.h"
 #include "core/group.h"
+#include "core/host_stream.h"
 
 using namespace braid;
 
@@ -18,7 +19,8 @@ struct Need {
 };
 
 ncclResult_t enqueue(CollType coll, const void* sendbuff, void* recvbuff, size_t count,
-                     ncclDataType_t dtype, ncclRedOp_t op, int root, ncclComm_t comm, Need need) {
+                     ncclDataType_t dtype, ncclRedOp_t op, int root, ncclComm_t comm,
+                     cudaStream_t stream, Need need) {
   BRAID_TRY(checkComm(comm));
   BRAID_TRY(checkDataType(dtype));
   if (need.rooted && (root < 0 || root >= comm->nranks))
@@ -41,7 +43,7 @@ ncclResult_t enqueue(CollType coll, const void* sendbuff, void* recvbuff, size_t
     args.op.dtype = dtype;
   }
   if (count == 0) return ncclSuccess;
-  return runOrDefer(comm, [comm, args]() mutable {
+  return runOrDefer(comm, hostStreamFromHandle(stream), [comm, args]() mutable {
     ActiveCall active(comm);
     return runCollective(*comm, args);
   });
@@ -51,56 +53,51 @@ ncclResult_t enqueue(CollType coll, const void* sendbuff, void* recvbuff, size_t
 
 NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;  // host buffers: the call completes before it returns
   return apiGuard("ncclAllReduce", [&] {
-    return enqueue(CollType::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0, comm, Need{});
+    return enqueue(CollType::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0, comm, stream,
+                   Need{});
   });
 }
 
 NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
   return apiGuard("ncclBroadcast", [&] {
     bool isRoot = comm && commIsLive(comm) && comm->rank == root;
     return enqueue(CollType::kBroadcast, sendbuff, recvbuff, count, datatype, ncclSum, root, comm,
-                   Need{isRoot, true, true, false});
+                   stream, Need{isRoot, true, true, false});
   });
 }
 
 NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
          ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
   return apiGuard("ncclBcast", [&] {
-    return enqueue(CollType::kBroadcast, buff, buff, count, datatype, ncclSum, root, comm,
+    return enqueue(CollType::kBroadcast, buff, buff, count, datatype, ncclSum, root, comm, stream,
                    Need{true, true, true, false});
   });
 }
 
 NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
   return apiGuard("ncclReduce", [&] {
     bool isRoot = comm && commIsLive(comm) && comm->rank == root;
-    return enqueue(CollType::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm,
+    return enqueue(CollType::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream,
                    Need{true, isRoot, true, true});
   });
 }
 
 NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
   return apiGuard("ncclAllGather", [&] {
     return enqueue(CollType::kAllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm,
-                   Need{true, true, false, false});
+                   stream, Need{true, true, false, false});
   });
 }
 
 NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
   return apiGuard("ncclReduceScatter", [&] {
     return enqueue(CollType::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0, comm,
-                   Need{});
+                   stream, Need{});
   });
 }
 

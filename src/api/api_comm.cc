@@ -8,6 +8,7 @@
 #include "api/api.h"
 #include "core/bootstrap_root.h"
 #include "core/group.h"
+#include "core/host_stream.h"
 #include "core/split.h"
 #include "core/unique_id.h"
 #include "util/env.h"
@@ -74,6 +75,8 @@ void releaseComm(ncclComm* comm, bool abort) {
     while (comm->activeCalls.load() > 0 && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  // Work queued on host streams still names this communicator (after an abort it fails fast).
+  commDrainStreamWork(comm);
   comm->sendTo.clear();
   comm->recvFrom.clear();
   comm->bootstrap.reset();
@@ -137,7 +140,7 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
     if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
       return fail(ncclInvalidArgument, "color=%d: must be >= 0 or NCCL_SPLIT_NOCOLOR", color);
     *newcomm = nullptr;
-    return runOrDefer(comm, [comm, color, key, newcomm, config] {
+    return runOrDefer(comm, nullptr, [comm, color, key, newcomm, config] {
       ActiveCall active(comm);
       return commSplit(comm, color, key, newcomm, config);
     });

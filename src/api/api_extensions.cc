@@ -1,6 +1,7 @@
 // Braid's own entry points (include/braid/braid.h).
 #include "api/api.h"
 #include "braid/braid.h"
+#include "core/host_stream.h"
 
 using namespace braid;
 
@@ -9,5 +10,66 @@ extern "C" BRAID_EXPORT ncclResult_t braidBarrier(ncclComm_t comm) {
     BRAID_TRY(checkComm(comm));
     uint8_t token = 0, sum = 0;
     return pncclAllReduce(&token, &sum, 1, ncclUint8, ncclSum, comm, nullptr);
+  });
+}
+
+namespace {
+
+ncclResult_t checkStream(braidStream_t stream, HostStream** out) {
+  *out = hostStreamFromHandle(stream);
+  if (!*out)
+    return fail(ncclInvalidArgument, "stream=%p is not a live braidStream_t",
+                static_cast<void*>(stream));
+  return ncclSuccess;
+}
+
+}  // namespace
+
+extern "C" BRAID_EXPORT ncclResult_t braidStreamCreate(braidStream_t* stream) {
+  return apiGuard("braidStreamCreate", [&] {
+    if (!stream) return fail(ncclInvalidArgument, "stream (the output pointer) is NULL");
+    *stream = reinterpret_cast<braidStream_t>(hostStreamCreate());
+    return ncclSuccess;
+  });
+}
+
+extern "C" BRAID_EXPORT ncclResult_t braidStreamDestroy(braidStream_t stream) {
+  return apiGuard("braidStreamDestroy", [&] {
+    HostStream* s;
+    BRAID_TRY(checkStream(stream, &s));
+    return hostStreamDestroy(s);
+  });
+}
+
+extern "C" BRAID_EXPORT ncclResult_t braidStreamQuery(braidStream_t stream) {
+  return apiGuard("braidStreamQuery", [&] {
+    HostStream* s;
+    BRAID_TRY(checkStream(stream, &s));
+    return s->query();
+  });
+}
+
+extern "C" BRAID_EXPORT ncclResult_t braidStreamSynchronize(braidStream_t stream) {
+  return apiGuard("braidStreamSynchronize", [&] {
+    HostStream* s;
+    BRAID_TRY(checkStream(stream, &s));
+    return s->synchronize();
+  });
+}
+
+extern "C" BRAID_EXPORT ncclResult_t braidStreamLaunchHostFunc(braidStream_t stream,
+                                                               int (*fn)(void* arg), void* arg) {
+  return apiGuard("braidStreamLaunchHostFunc", [&] {
+    HostStream* s;
+    BRAID_TRY(checkStream(stream, &s));
+    if (!fn) return fail(ncclInvalidArgument, "fn is NULL");
+    s->submit({}, [fn, arg]() -> ncclResult_t {
+      int rc = fn(arg);
+      if (rc != 0)
+        return fail(ncclInternalError, "host function %p returned %d", reinterpret_cast<void*>(fn),
+                    rc);
+      return ncclSuccess;
+    });
+    return ncclSuccess;
   });
 }

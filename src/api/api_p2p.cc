@@ -4,6 +4,7 @@
 #include "algorithms/p2p.h"
 #include "api/api.h"
 #include "core/group.h"
+#include "core/host_stream.h"
 #include "kernels/reduce.h"
 
 using namespace braid;
@@ -18,7 +19,7 @@ ncclResult_t runBatch(ncclComm* comm, std::vector<P2pOp> ops) {
 }
 
 ncclResult_t enqueueP2p(bool isSend, const void* sendbuff, void* recvbuff, size_t count,
-                        ncclDataType_t dtype, int peer, ncclComm_t comm) {
+                        ncclDataType_t dtype, int peer, ncclComm_t comm, cudaStream_t stream) {
   BRAID_TRY(checkComm(comm));
   BRAID_TRY(checkDataType(dtype));
   if (peer < 0 || peer >= comm->nranks)
@@ -32,16 +33,27 @@ ncclResult_t enqueueP2p(bool isSend, const void* sendbuff, void* recvbuff, size_
     return P2pOp{q.isSend, q.peer, static_cast<const char*>(q.sendbuff),
                  static_cast<char*>(q.recvbuff), q.bytes};
   };
-  if (!groupActive()) return runBatch(comm, {toOp(req)});
-  if (comm->pendingP2p.empty()) {
-    groupAdd(comm, [comm, toOp] {
-      std::vector<P2pOp> ops;
-      for (const P2pRequest& q : comm->pendingP2p) ops.push_back(toOp(q));
-      comm->pendingP2p.clear();
-      return runBatch(comm, std::move(ops));
-    });
+  HostStream* hostStream = hostStreamFromHandle(stream);
+  if (!groupActive()) {
+    std::vector<P2pOp> ops{toOp(req)};
+    return runOrDefer(comm, hostStream, [comm, ops] { return runBatch(comm, ops); });
   }
-  comm->pendingP2p.push_back(req);
+  // The group's sends and receives on this communicator form one batch; the task owns it, so a
+  // group queued on a host stream is not disturbed by the next group's calls.
+  if (!comm->pendingP2p || comm->pendingP2pGroup != groupSerial()) {
+    auto batch = std::make_shared<std::vector<P2pRequest>>();
+    comm->pendingP2p = batch;
+    comm->pendingP2pGroup = groupSerial();
+    groupAdd(
+        comm,
+        [comm, toOp, batch] {
+          std::vector<P2pOp> ops;
+          for (const P2pRequest& q : *batch) ops.push_back(toOp(q));
+          return runBatch(comm, std::move(ops));
+        },
+        hostStream);
+  }
+  comm->pendingP2p->push_back(req);
   return ncclSuccess;
 }
 
@@ -66,22 +78,20 @@ ncclResult_t checkRoot(ncclComm_t comm, int root) {
 
 NCCL_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataType_t datatype,
          int peer, ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
-  return apiGuard("ncclSend",
-                  [&] { return enqueueP2p(true, sendbuff, nullptr, count, datatype, peer, comm); });
+  return apiGuard("ncclSend", [&] {
+    return enqueueP2p(true, sendbuff, nullptr, count, datatype, peer, comm, stream);
+  });
 }
 
 NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
          ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
   return apiGuard("ncclRecv", [&] {
-    return enqueueP2p(false, nullptr, recvbuff, count, datatype, peer, comm);
+    return enqueueP2p(false, nullptr, recvbuff, count, datatype, peer, comm, stream);
   });
 }
 
 NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
   return apiGuard("ncclAlltoAll", [&]() -> ncclResult_t {
     BRAID_TRY(checkComm(comm));
     BRAID_TRY(checkBlocks(datatype, count, sendbuff, true, recvbuff, true));
@@ -94,13 +104,13 @@ NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_
       ops.push_back({true, p, static_cast<const char*>(sendbuff) + p * block, nullptr, block});
       ops.push_back({false, p, nullptr, static_cast<char*>(recvbuff) + p * block, block});
     }
-    return runOrDefer(comm, [comm, ops] { return runBatch(comm, ops); });
+    return runOrDefer(comm, hostStreamFromHandle(stream),
+                      [comm, ops] { return runBatch(comm, ops); });
   });
 }
 
 NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
   return apiGuard("ncclGather", [&]() -> ncclResult_t {
     BRAID_TRY(checkComm(comm));
     BRAID_TRY(checkRoot(comm, root));
@@ -113,13 +123,13 @@ NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t 
     if (isRoot)
       for (int p = 0; p < comm->nranks; p++)
         ops.push_back({false, p, nullptr, static_cast<char*>(recvbuff) + p * block, block});
-    return runOrDefer(comm, [comm, ops] { return runBatch(comm, ops); });
+    return runOrDefer(comm, hostStreamFromHandle(stream),
+                      [comm, ops] { return runBatch(comm, ops); });
   });
 }
 
 NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  (void)stream;
   return apiGuard("ncclScatter", [&]() -> ncclResult_t {
     BRAID_TRY(checkComm(comm));
     BRAID_TRY(checkRoot(comm, root));
@@ -132,6 +142,7 @@ NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t
       for (int p = 0; p < comm->nranks; p++)
         ops.push_back({true, p, static_cast<const char*>(sendbuff) + p * block, nullptr, block});
     ops.push_back({false, root, nullptr, static_cast<char*>(recvbuff), block});
-    return runOrDefer(comm, [comm, ops] { return runBatch(comm, ops); });
+    return runOrDefer(comm, hostStreamFromHandle(stream),
+                      [comm, ops] { return runBatch(comm, ops); });
   });
 }

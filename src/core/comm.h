@@ -59,7 +59,10 @@ struct ncclComm {
   uint64_t opCount = 0;
   std::vector<uint64_t> p2pSendSeq;           ///< point-to-point transfers issued to each peer
   std::vector<uint64_t> p2pRecvSeq;           ///< point-to-point transfers received from each peer
-  std::vector<braid::P2pRequest> pendingP2p;  ///< ncclSend/ncclRecv of the open group
+  /// ncclSend/ncclRecv of the open group (`pendingP2pGroup`), shared with the task that runs them
+  std::shared_ptr<std::vector<braid::P2pRequest>> pendingP2p;
+  uint64_t pendingP2pGroup = 0;
+  std::atomic<int> streamWork{0};  ///< items queued on host streams that use this communicator
   std::vector<braid::UserRedOp> userOps;
   braid::Worker worker;  ///< runs this communicator's share of a multi-communicator group
 };

@@ -1,11 +1,15 @@
 #include "core/group.h"
 
+#include <algorithm>
+#include <atomic>
 #include <future>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/comm.h"
+#include "core/host_stream.h"
 #include "util/status.h"
 
 namespace braid {
@@ -14,15 +18,18 @@ namespace {
 struct Task {
   ncclComm* comm;
   std::function<ncclResult_t()> run;
+  HostStream* stream;
 };
 
 struct GroupState {
   int depth = 0;
+  uint64_t serial = 0;
   std::vector<Task> tasks;
   ncclResult_t deferredError = ncclSuccess;
 };
 
 thread_local GroupState tls;
+std::atomic<uint64_t> nextSerial{1};
 
 struct Outcome {
   ncclResult_t code = ncclSuccess;
@@ -54,29 +61,34 @@ bool groupActive() {
   return tls.depth > 0;
 }
 
+uint64_t groupSerial() {
+  return tls.depth > 0 ? tls.serial : 0;
+}
+
 ncclResult_t groupStart() {
-  tls.depth++;
+  if (tls.depth++ == 0) tls.serial = nextSerial.fetch_add(1);
   return ncclSuccess;
 }
 
-void groupAdd(ncclComm* comm, std::function<ncclResult_t()> task) {
-  tls.tasks.push_back({comm, std::move(task)});
+void groupAdd(ncclComm* comm, std::function<ncclResult_t()> task, HostStream* stream) {
+  tls.tasks.push_back({comm, std::move(task), stream});
 }
 
-ncclResult_t runOrDefer(ncclComm* comm, std::function<ncclResult_t()> task) {
+ncclResult_t runOrDefer(ncclComm* comm, HostStream* stream, std::function<ncclResult_t()> task) {
   if (groupActive()) {
-    groupAdd(comm, std::move(task));
+    groupAdd(comm, std::move(task), stream);
+    return ncclSuccess;
+  }
+  if (stream) {
+    stream->submit({comm}, std::move(task));
     return ncclSuccess;
   }
   return task();
 }
 
-ncclResult_t groupEnd() {
-  if (tls.depth == 0)
-    return fail(ncclInvalidUsage, "ncclGroupEnd without a matching ncclGroupStart");
-  if (--tls.depth > 0) return ncclSuccess;
-  std::vector<Task> tasks = std::move(tls.tasks);
-  tls.tasks.clear();
+namespace {
+
+ncclResult_t runGroup(std::vector<Task> tasks) {
   // Order-preserving split by communicator.
   std::vector<ncclComm*> order;
   std::map<ncclComm*, std::vector<std::function<ncclResult_t()>>> byComm;
@@ -102,6 +114,33 @@ ncclResult_t groupEnd() {
     }
   }
   return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t groupEnd() {
+  if (tls.depth == 0)
+    return fail(ncclInvalidUsage, "ncclGroupEnd without a matching ncclGroupStart");
+  if (--tls.depth > 0) return ncclSuccess;
+  std::vector<Task> tasks = std::move(tls.tasks);
+  tls.tasks.clear();
+  std::set<HostStream*> streams;
+  std::vector<ncclComm*> comms;
+  for (const Task& t : tasks) {
+    streams.insert(t.stream);
+    if (std::find(comms.begin(), comms.end(), t.comm) == comms.end()) comms.push_back(t.comm);
+  }
+  if (streams.size() == 1 && *streams.begin()) {
+    HostStream* stream = *streams.begin();
+    auto shared = std::make_shared<std::vector<Task>>(std::move(tasks));
+    stream->submit(comms, [shared] { return runGroup(std::move(*shared)); });
+    return ncclSuccess;
+  }
+  // Mixed streams: the group runs now, after the host streams it names have drained, which is
+  // the order a CUDA group would give (every stream waits for the group).
+  for (HostStream* s : streams)
+    if (s) BRAID_TRY(s->synchronize());
+  return runGroup(std::move(tasks));
 }
 
 }  // namespace braid

@@ -1,20 +1,27 @@
 // ncclGroupStart/End: calls made inside a group are collected per thread and run at the outermost
 // ncclGroupEnd. Work for a single communicator runs on the calling thread; work spanning several
 // communicators runs on their workers concurrently, so one thread can drive every rank.
+// Work given a host stream (core/host_stream.h) is queued on it instead; a group whose calls all
+// name the same host stream is queued there whole.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 
 #include "nccl.h"
 
 namespace braid {
 
+class HostStream;
+
 bool groupActive();
+/// Identifies the open outermost group (0 when none); unique over the process's lifetime.
+uint64_t groupSerial();
 ncclResult_t groupStart();
 ncclResult_t groupEnd();
-/// Defers `task` (for `comm`) to the end of the current group.
-void groupAdd(ncclComm* comm, std::function<ncclResult_t()> task);
-/// Runs `task` now (outside a group) or defers it (inside one).
-ncclResult_t runOrDefer(ncclComm* comm, std::function<ncclResult_t()> task);
+/// Defers `task` (for `comm`, on `stream` or the caller's thread) to the end of the current group.
+void groupAdd(ncclComm* comm, std::function<ncclResult_t()> task, HostStream* stream = nullptr);
+/// Runs `task` now, queues it on `stream` (a host stream), or defers it (inside a group).
+ncclResult_t runOrDefer(ncclComm* comm, HostStream* stream, std::function<ncclResult_t()> task);
 
 }  // namespace braid
