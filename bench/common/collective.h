@@ -9,6 +9,14 @@
 #include "nccl.h"
 #include "verifiable.h"
 
+/// Returns a failed NCCL call's result from a runColl made of several calls (the harness then
+/// reports it and ends the process).
+#define PERF_NCCL_RETURN(call)                          \
+  do {                                                  \
+    ncclResult_t perfResult_ = (call);                  \
+    if (perfResult_ != ncclSuccess) return perfResult_; \
+  } while (0)
+
 namespace braid::bench {
 
 /// One measured call: its type, op, root, rank count and (in elements) its buffer geometry.
@@ -36,6 +44,14 @@ struct CollCall {
   }
 };
 
+/// What the in-place half of a size's line does, for collectives whose in-place form NCCL does
+/// not define (AlltoAll) or whose in-place result is a race (send and receive in one buffer).
+enum class InPlaceMode {
+  kChecked,    ///< timed and checked, like the out-of-place half
+  kUnchecked,  ///< timed; #wrong shows N/A (nccl-tests does not report its errors either)
+  kNotRun,     ///< not run: every column shows N/A
+};
+
 struct CollectiveTest {
   const char* name;
   /// nccl-tests' getCollByteCount: element counts of a call for a requested `count`.
@@ -55,6 +71,10 @@ struct CollectiveTest {
                           ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
   bool usesOp;    ///< runs every -o op; otherwise the op column says "none"
   bool usesRoot;  ///< -r -1 runs every root in turn; otherwise the root column says -1
+  InPlaceMode inPlace = InPlaceMode::kChecked;
+  /// Why the test cannot run at this rank count (nullptr: it can); the run prints the reason
+  /// and no lines, as nccl-tests' hypercube does for rank counts that are not powers of two.
+  const char* (*unsupportedRanks)(int nranks) = nullptr;
 };
 
 /// Runs a perf test: parses nccl-tests' flags, sets up ranks (threads, mpirun or braidrun),

@@ -143,6 +143,13 @@ class TestCase {
   }
 
   void benchTime(bool inPlace) {
+    if (inPlace && run_.test.inPlace == InPlaceMode::kNotRun) {
+      // Every rank skips alike, so no barrier or allreduce is left unmatched.
+      if (state_.isMain(run_)) run_.report.writeLineNotRun(!inPlace);
+      return;
+    }
+    bool checked = !(inPlace && run_.test.inPlace == InPlaceMode::kUnchecked);
+    int checks = checked ? o_.check : 0;
     ThreadComms self = state_.view();
     run_.watchdog.arm(state_.thread, inPlace ? "in-place run" : "out-of-place run");
     if (o_.check) initData(inPlace);
@@ -158,7 +165,7 @@ class TestCase {
     run_.group.barrier(self);
 
     std::int64_t wrong = 0;
-    for (int c = 0; c < o_.check; ++c) {
+    for (int c = 0; c < checks; ++c) {
       call_.seed = static_cast<std::uint64_t>(++checkRuns_);
       initData(inPlace);
       startColl(inPlace, 0);
@@ -175,7 +182,7 @@ class TestCase {
 
     if (state_.isMain(run_)) {
       double usec = (o_.reportCpuTime ? cpuSeconds : seconds) * 1e6;
-      run_.report.writeLineBody(usec, algBw, busBw, o_.check > 0, wrong, !inPlace);
+      run_.report.writeLineBody(usec, algBw, busBw, checks > 0, wrong, !inPlace);
     }
     if (o_.perIterTiming) reportPerIteration(perIter, inPlace);
     state_.busBwSum += busBw;
@@ -219,6 +226,12 @@ class TestCase {
 
 void runThreadTests(PerfRun& run, ThreadState& state) {
   const PerfOptions& o = run.options;
+  if (run.test.unsupportedRanks) {
+    if (const char* why = run.test.unsupportedRanks(run.nranks)) {
+      if (state.isMain(run)) run.report.writeNote(why);
+      return;
+    }
+  }
   std::vector<int> types;
   if (o.typeIndex >= 0) {
     types.push_back(o.typeIndex);

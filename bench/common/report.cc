@@ -353,6 +353,14 @@ void Report::writeLineBody(double timeUsec, double algBw, double busBw, bool rep
   json_->endObject();
 }
 
+void Report::writeLineNotRun(bool outOfPlace) {
+  print("  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
+  if (options_.perIterTiming) print("  %7s  %7s  %7s  %7s", "N/A", "N/A", "N/A", "N/A");
+  if (!json_) return;
+  json_->key(outOfPlace ? "out_of_place" : "in_place");
+  json_->null();
+}
+
 void Report::writePerIteration(const IterationStats& stats, const std::vector<double>& iterSeconds,
                                const std::vector<double>& perProcessRows, int nProcs,
                                bool outOfPlace) {

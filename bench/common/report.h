@@ -45,6 +45,8 @@ class Report {
                          const char* opName, int root);
   void writeLineBody(double timeUsec, double algBw, double busBw, bool reportErrors,
                      std::int64_t wrong, bool outOfPlace);
+  /// A half of the line that was not run (every column N/A; JSON null).
+  void writeLineNotRun(bool outOfPlace);
   void writePerIteration(const IterationStats& stats, const std::vector<double>& iterSeconds,
                          const std::vector<double>& perProcessRows, int nProcs, bool outOfPlace);
   void writeLineEnd(int iterations);
