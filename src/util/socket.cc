@@ -190,7 +190,7 @@ ncclResult_t listenOn(SockAddr* addr, int* fd, int backlog) {
 }
 
 ncclResult_t connectTo(const SockAddr& addr, const Deadline& deadline,
-                       const std::atomic<uint32_t>* abort, int* fd) {
+                       const std::atomic<uint32_t>* abort, int* fd, bool refusedIsFinal) {
   int delayMs = 1;
   for (;;) {
     int s = socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -213,6 +213,9 @@ ncclResult_t connectTo(const SockAddr& addr, const Deadline& deadline,
       return ncclSuccess;
     }
     close(s);
+    if (err == ECONNREFUSED && refusedIsFinal)
+      return fail(ncclRemoteError, "connect %s: connection refused (the peer has exited?)",
+                  addr.toString().c_str());
     bool retry = err == ECONNREFUSED || err == ETIMEDOUT || err == ECONNRESET ||
                  err == EHOSTUNREACH || err == ENETUNREACH || err == EAGAIN;
     if (!retry)

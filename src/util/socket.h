@@ -35,8 +35,10 @@ ncclResult_t parseHostPort(const std::string& text, SockAddr* out);
 /// Binds and listens; addr's port 0 picks one, written back into addr.
 ncclResult_t listenOn(SockAddr* addr, int* fd, int backlog = 128);
 /// Connects, retrying refused connections until the deadline (the listener may start later).
+/// With `refusedIsFinal`, a refusal fails at once: for a port the peer published only after it
+/// was listening, a refusal means the peer has gone.
 ncclResult_t connectTo(const SockAddr& addr, const Deadline& deadline,
-                       const std::atomic<uint32_t>* abort, int* fd);
+                       const std::atomic<uint32_t>* abort, int* fd, bool refusedIsFinal = false);
 /// Accepts one connection; ncclRemoteError on timeout.
 ncclResult_t acceptFrom(int listenFd, const Deadline& deadline, const std::atomic<uint32_t>* abort,
                         int* fd);

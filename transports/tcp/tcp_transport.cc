@@ -149,7 +149,8 @@ class TcpTransport : public Transport {
     Deadline deadline = Deadline::after(ctx.policy.timeoutS);
     for (int i = 0; i < b.nsockets; i++) {
       int fd = -1;
-      ncclResult_t r = connectTo(addr, deadline, ctx.policy.abort, &fd);
+      // The receiver listened before publishing its blob: a refusal means it has exited.
+      ncclResult_t r = connectTo(addr, deadline, ctx.policy.abort, &fd, /*refusedIsFinal=*/true);
       if (r == ncclSuccess) {
         tuneSocket(fd, ctx.tcpBufferBytes);
         Hello h{kHelloMagic, ctx.rank, b.connId, i, 0, {}};
