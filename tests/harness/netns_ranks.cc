@@ -93,6 +93,15 @@ class TopologyControl : public NetworkControl {
     fprintf(stderr, "rank harness: %s\n", error.c_str());
     return false;
   }
+  bool runInHost(int host, const std::vector<std::string>& argv, std::string* output) override {
+    if (host < 0 || host >= static_cast<int>(topology_.hosts().size())) {
+      *output = "no host " + std::to_string(host);
+      return false;
+    }
+    std::vector<std::string> full = {"ip", "netns", "exec", topology_.hosts()[host]};
+    full.insert(full.end(), argv.begin(), argv.end());
+    return internal::runCommand(full, output) == 0;
+  }
 
  private:
   internal::NamespaceTopology& topology_;

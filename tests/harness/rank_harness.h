@@ -121,6 +121,13 @@ class NetworkControl {
   virtual ~NetworkControl() = default;
   /// Plugs namespace `host` into the bridge or pulls it out (its eth0 loses carrier).
   virtual bool setConnected(int host, bool connected) = 0;
+  /// Runs a program (no shell) inside namespace `host`, e.g. `tc qdisc add dev eth0 ...` to
+  /// impair its link; false when it could not run or exited non-zero (its output in *output).
+  virtual bool runInHost(int host, const std::vector<std::string>& argv, std::string* output) {
+    (void)host, (void)argv;
+    *output = "not supported";
+    return false;
+  }
 };
 
 struct NamespaceOptions : RunOptions {
