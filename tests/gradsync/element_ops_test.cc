@@ -1,0 +1,139 @@
+// The layer's fp16/bf16 conversions and accumulation against independent references: the
+// compiler's _Float16 for fp16, scaling plus nearbyint (round half to even) for bf16.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "gradsync/element_ops.h"
+
+namespace braid::gradsync {
+namespace {
+
+uint64_t next(uint64_t& state) {
+  state += 0x9e3779b97f4a7c15ull;
+  uint64_t z = state;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// bf16 from first principles: keep 8 significant bits, round half to even, overflow to inf.
+float referenceBfloat16(float x) {
+  if (std::isnan(x) || std::isinf(x) || x == 0) return x;
+  // Below 2^-126 bf16 is subnormal: a fixed quantum of 2^-133.
+  int e = std::max(std::ilogb(x), -126);
+  double scaled = std::ldexp(static_cast<double>(x), 7 - e);
+  double rounded = std::ldexp(std::nearbyint(scaled), e - 7);
+  if (std::fabs(rounded) > 3.3895313892515355e38) return std::copysign(INFINITY, x);
+  return static_cast<float>(rounded);
+}
+
+std::vector<float> interestingFloats() {
+  std::vector<float> values = {
+      0.0f,          -0.0f,         1.0f,
+      -1.0f,         65504.0f,      65519.99f,
+      65520.0f,      1e-8f,         5.9604645e-8f,
+      2.9802322e-8f, 2.9802326e-8f, 6.1035156e-5f,
+      3.4e38f,       -3.4e38f,      std::numeric_limits<float>::denorm_min(),
+      INFINITY,      -INFINITY};
+  uint64_t state = 7;
+  for (int i = 0; i < 2000000; i++)
+    values.push_back(std::bit_cast<float>(static_cast<uint32_t>(next(state))));
+  // Every midpoint between neighbouring fp16 and bf16 values of one binade, and its neighbours.
+  for (uint32_t m = 0; m < 1024; m++) {
+    float mid = std::bit_cast<float>((127u << 23) | (m << 13) | (1u << 12));
+    values.push_back(mid);
+    values.push_back(std::nextafter(mid, 0.0f));
+    values.push_back(std::nextafter(mid, 4.0f));
+  }
+  return values;
+}
+
+TEST(ElementOps, HalfMatchesTheCompiler) {
+  for (float x : interestingFloats()) {
+    if (std::isnan(x)) continue;
+    const _Float16 reference = static_cast<_Float16>(x);
+    ASSERT_EQ(floatToHalf(x), std::bit_cast<uint16_t>(reference)) << "x=" << x;
+  }
+  for (uint32_t h = 0; h < 65536; h++) {
+    const float reference = static_cast<float>(std::bit_cast<_Float16>(static_cast<uint16_t>(h)));
+    const float got = halfToFloat(static_cast<uint16_t>(h));
+    if (std::isnan(reference)) {
+      EXPECT_TRUE(std::isnan(got)) << h;
+      continue;
+    }
+    ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(reference)) << "h=" << h;
+    ASSERT_EQ(floatToHalf(got), h) << "round trip of " << h;
+  }
+  EXPECT_TRUE(std::isnan(halfToFloat(floatToHalf(NAN))));
+}
+
+TEST(ElementOps, Bfloat16MatchesFirstPrinciples) {
+  for (float x : interestingFloats()) {
+    if (std::isnan(x)) continue;
+    const float reference = referenceBfloat16(x);
+    const float got = bfloat16ToFloat(floatToBfloat16(x));
+    ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(reference)) << "x=" << x;
+  }
+  for (uint32_t h = 0; h < 65536; h++) {
+    const float widened = bfloat16ToFloat(static_cast<uint16_t>(h));
+    if (std::isnan(widened)) continue;
+    ASSERT_EQ(floatToBfloat16(widened), h);
+  }
+  EXPECT_TRUE(std::isnan(bfloat16ToFloat(floatToBfloat16(NAN))));
+}
+
+TEST(ElementOps, NarrowAndWidenArrays) {
+  std::vector<float> source = {0.1f, -2.5f, 1000.3f, 3.0e-6f, 7.0f};
+  std::vector<uint16_t> wire(source.size());
+  std::vector<float> back(source.size());
+  for (ncclDataType_t t : {ncclFloat16, ncclBfloat16}) {
+    narrowFloats(source.data(), wire.data(), source.size(), t);
+    widenFloats(wire.data(), back.data(), source.size(), t);
+    for (size_t i = 0; i < source.size(); i++) {
+      const float expected = t == ncclFloat16 ? static_cast<float>(static_cast<_Float16>(source[i]))
+                                              : referenceBfloat16(source[i]);
+      EXPECT_EQ(back[i], expected) << dtypeName(t) << " element " << i;
+    }
+  }
+}
+
+TEST(ElementOps, AccumulateEveryGradientType) {
+  std::vector<double> d = {1.5, -2.25, 1e300};
+  std::vector<double> ds = {0.25, 0.25, 1e300};
+  accumulate(d.data(), ds.data(), 3, ncclFloat64);
+  EXPECT_EQ(d, (std::vector<double>{1.75, -2.0, 2e300}));
+  std::vector<float> f = {1.5f, 3.0f};
+  std::vector<float> fs = {0.125f, -4.0f};
+  accumulate(f.data(), fs.data(), 2, ncclFloat32);
+  EXPECT_EQ(f, (std::vector<float>{1.625f, -1.0f}));
+  // fp16: 2048 + 1 is not representable (rounds to even: 2048); 0.5 + 0.25 is exact.
+  std::vector<uint16_t> h = {floatToHalf(2048.0f), floatToHalf(0.5f)};
+  std::vector<uint16_t> hs = {floatToHalf(1.0f), floatToHalf(0.25f)};
+  accumulate(h.data(), hs.data(), 2, ncclFloat16);
+  EXPECT_EQ(halfToFloat(h[0]), 2048.0f);
+  EXPECT_EQ(halfToFloat(h[1]), 0.75f);
+  std::vector<uint16_t> b = {floatToBfloat16(256.0f), floatToBfloat16(3.0f)};
+  std::vector<uint16_t> bs = {floatToBfloat16(1.0f), floatToBfloat16(-0.5f)};
+  accumulate(b.data(), bs.data(), 2, ncclBfloat16);
+  EXPECT_EQ(bfloat16ToFloat(b[0]), 256.0f);  // 257 needs 9 bits: ties to even
+  EXPECT_EQ(bfloat16ToFloat(b[1]), 2.5f);
+}
+
+TEST(ElementOps, NamesAndSizes) {
+  EXPECT_EQ(dtypeName(ncclBfloat16), "bfloat16");
+  EXPECT_EQ(dtypeName(static_cast<ncclDataType_t>(42)), "dtype(42)");
+  EXPECT_EQ(elementSize(ncclFloat64), 8u);
+  EXPECT_EQ(elementSize(static_cast<ncclDataType_t>(42)), 0u);
+  EXPECT_TRUE(isGradientType(ncclFloat16));
+  EXPECT_FALSE(isGradientType(ncclInt32));
+  EXPECT_FALSE(isGradientType(ncclFloat8e4m3));
+}
+
+}  // namespace
+}  // namespace braid::gradsync
