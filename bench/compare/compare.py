@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Side-by-side allreduce comparison of Braid with Open MPI and Gloo on this machine.
+"""Side-by-side comparison of Braid's collectives with Open MPI (and Gloo's allreduce) on this
+machine.
 
-One invocation runs, for every requested rank count and transport, Braid's all_reduce_perf
-and the peers' benchmarks (same sizes, ranks, type and op, same nccl-tests output), repeats the
+One invocation runs, for every requested collective, rank count and transport, Braid's
+nccl-tests style program (all_reduce_perf, reduce_perf, ..., sendrecv_perf) and the peers'
+benchmarks (mpi_perf --collective C: MPI_Allreduce, MPI_Reduce, ..., MPI_Sendrecv) (same sizes, ranks, type and op, same nccl-tests output), repeats the
 whole sweep --repeat times with the libraries interleaved inside each repeat, and reports the
 median busbw per size with the min-max spread, Braid's ratio to each peer, the latency at the
 smallest size and, for shared memory, the fraction of the memory bound reached. A short memory
@@ -52,6 +54,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--np", default="2,4", help="rank counts, comma separated (default 2,4)")
     p.add_argument("--transport", default="shm,tcp", help="shm, tcp or both (default shm,tcp)")
     p.add_argument("--peers", default="mpi,gloo", help="peers besides Braid (default mpi,gloo)")
+    p.add_argument("--collective", default="allreduce",
+                   help="collectives, comma separated, or 'all': " + ",".join(runners.COLLECTIVES)
+                   + " (default allreduce; Gloo runs allreduce only)")
     p.add_argument("--min-bytes", default="8", help="smallest size, K/M/G suffixes (default 8)")
     p.add_argument("--max-bytes", default="64M", help="largest size (default 64M)")
     p.add_argument("--sizes", help="explicit sizes instead of the doubling sweep, e.g. 8,64K,1M;"
@@ -82,6 +87,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     args.np = [int(n) for n in csv_list(args.np)]
     args.transport = csv_list(args.transport)
     args.peers = csv_list(args.peers)
+    args.collective = (list(runners.COLLECTIVES) if args.collective == "all"
+                       else csv_list(args.collective))
+    for coll in args.collective:
+        if coll not in runners.COLLECTIVES:
+            p.error(f"unknown collective {coll} ({', '.join(runners.COLLECTIVES)})")
     for t in args.transport:
         if t not in runners.TRANSPORTS:
             p.error(f"unknown transport {t} (shm, tcp)")
@@ -105,13 +115,13 @@ class Comparison:
         self.programs = runners.Programs.in_build(os.path.abspath(args.build_dir))
         self.libraries = ["braid"] + args.peers
         self.bands = runners.plan_bands(args.min_bytes, args.max_bytes, args.sizes, args.iters)
-        # (transport, nranks, library) -> one {size: Row} per repeat that produced rows
+        # (collective, transport, nranks, library) -> one {size: Row} per repeat with rows
         self.samples: Dict[report.Key, List[Dict[int, perf_output.Row]]] = {}
         self.failures: List[dict] = []
         self.runs: List[dict] = []
         self.probes: List[dict] = []
         self.cpu_others: List[Optional[float]] = []
-        self.skip: Dict[str, str] = {}  # library -> why it cannot run at all
+        self.skip: Dict[tuple, str] = {}  # (library, collective) -> why it cannot run
         self.nccl_note: Optional[str] = None
 
     def perf_args(self, band: runners.Band, repeat: int = 0) -> List[str]:
@@ -121,28 +131,48 @@ class Comparison:
                               "-d", self.args.dtype, "-o", self.args.op]
 
     def cases(self):
-        """(transport, nranks, libraries) in table order."""
-        for transport in self.args.transport:
-            for nranks in self.args.np:
-                libs = [lib for lib in self.libraries if transport in runners.TRANSPORTS_OF[lib]]
-                yield transport, nranks, libs
+        """(collective, transport, nranks, libraries) in table order."""
+        for coll in self.args.collective:
+            for transport in self.args.transport:
+                for nranks in self.args.np:
+                    libs = [lib for lib in self.libraries
+                            if transport in runners.TRANSPORTS_OF[lib]
+                            and coll in runners.COLLECTIVES_OF[lib]]
+                    yield coll, transport, nranks, libs
+
+    def bands_for(self, coll: str, nranks: int) -> List[runners.Band]:
+        """The invocations of one case. The per-rank collectives round each rank's block down to
+        16 bytes, so a requested size below 16 B x n would run empty: it is raised to that."""
+        if coll not in perf_output.PER_RANK_COLLECTIVES:
+            return self.bands
+        least = 16 * nranks
+        if self.args.sizes:
+            sizes = [max(s, least) for s in self.args.sizes]
+            return runners.plan_bands(0, 0, sizes, self.args.iters)
+        first = self.args.min_bytes
+        while first < least:
+            first *= 2
+        return runners.plan_bands(first, max(first, self.args.max_bytes), None, self.args.iters)
 
     def run(self) -> None:
         for lib in self.libraries:
-            why = self.programs.missing(lib)
-            if why:
-                self.skip[lib] = why
-                self.fail(None, None, None, lib, why)
+            for coll in self.args.collective:
+                if coll not in runners.COLLECTIVES_OF[lib]:
+                    continue
+                why = self.programs.missing(lib, coll)
+                if why:
+                    self.skip[(lib, coll)] = why
+                    self.fail(None, None, None, lib, why)
         for repeat in range(self.args.repeat):
             meter = runners.CpuMeter()
             self.probe(repeat)
             # Interleaved: every library runs once per case per repeat, and the library that
             # goes first rotates, so slow drifts of the machine do not favour one of them.
-            for transport, nranks, libs in self.cases():
+            for coll, transport, nranks, libs in self.cases():
                 shift = repeat % len(libs)
                 for lib in libs[shift:] + libs[:shift]:
-                    if lib not in self.skip:
-                        self.run_case(repeat, transport, nranks, lib)
+                    if (lib, coll) not in self.skip:
+                        self.run_case(repeat, coll, transport, nranks, lib)
             self.cpu_others.append(meter.others_percent())
             print(f"# repeat {repeat + 1}/{self.args.repeat} done; CPU used by other processes "
                   f"meanwhile: {fmt_percent(self.cpu_others[-1])}", file=sys.stderr, flush=True)
@@ -158,28 +188,34 @@ class Comparison:
         self.probes.append({"repeat": repeat, "gbps": {f"{k} {t}": v
                                                        for (k, t), v in values.items()}})
 
-    def run_case(self, repeat: int, transport: str, nranks: int, lib: str) -> None:
+    def run_case(self, repeat: int, coll: str, transport: str, nranks: int, lib: str) -> None:
         rows: Dict[int, perf_output.Row] = {}
-        for band in self.bands:
+        for band in self.bands_for(coll, nranks):
             result = runners.run_library(lib, transport, nranks, self.perf_args(band, repeat),
-                                         self.programs, self.args.timeout)
-            parsed = perf_output.parse(result.stdout, nranks)
-            self.runs.append({"repeat": repeat, "transport": transport, "nranks": nranks,
-                              "library": lib, "command": result.command,
+                                         self.programs, self.args.timeout, collective=coll)
+            parsed = perf_output.parse(result.stdout, nranks, coll)
+            self.runs.append({"repeat": repeat, "collective": coll, "transport": transport,
+                              "nranks": nranks, "library": lib, "command": result.command,
                               "returncode": result.returncode, "seconds": result.seconds,
                               "rows": len(parsed.rows)})
-            expected = set(band_sizes(band))
-            got = {r.size for r in parsed.rows}
+            requested = band_sizes(band)
+            # The per-rank collectives print n x (size / n rounded down to 16 B): their rows are
+            # matched to the requested sizes by position.
+            if coll in perf_output.PER_RANK_COLLECTIVES and len(parsed.rows) == len(requested):
+                by_size = dict(zip(requested, parsed.rows))
+            else:
+                by_size = {r.size: r for r in parsed.rows}
+            expected, got = set(requested), set(by_size)
             if result.returncode != 0 or not expected <= got:
-                self.fail(repeat, transport, nranks, lib, describe_failure(result, expected, got))
+                self.fail(repeat, transport, nranks, f"{lib} {coll}",
+                          describe_failure(result, expected, got))
                 if lib != "braid" and result.returncode == runners.EXIT_UNSUPPORTED:
-                    self.skip[lib] = "unsupported type/op"
-            for row in parsed.rows:
-                rows[row.size] = row
-            if lib in self.skip:
+                    self.skip[(lib, coll)] = "unsupported type/op"
+            rows.update(by_size)
+            if (lib, coll) in self.skip:
                 break
         if rows:
-            self.samples.setdefault((transport, nranks, lib), []).append(rows)
+            self.samples.setdefault((coll, transport, nranks, lib), []).append(rows)
 
     def run_nccl(self) -> None:
         gpus = runners.gpu_count()
@@ -208,7 +244,7 @@ class Comparison:
                                                    {r.size for r in parsed.rows}))
                     rows.update({r.size: r for r in parsed.rows})
                 if rows:
-                    self.samples.setdefault(("gpu", nranks, "nccl"), []).append(rows)
+                    self.samples.setdefault(("allreduce", "gpu", nranks, "nccl"), []).append(rows)
         self.nccl_note = "NCCL (GPU buffers, one process, -g N): " + ("; ".join(notes) or "ran")
 
     def fail(self, repeat, transport, nranks, lib, message) -> None:
@@ -270,7 +306,7 @@ def median_copy(probes: List[dict]) -> Optional[float]:
 def print_report(c: Comparison) -> dict:
     args = c.args
     out = []
-    out.append(f"# Allreduce comparison: {args.dtype} {args.op}, {args.mode}, "
+    out.append(f"# Comparison of {', '.join(args.collective)}: {args.dtype} {args.op}, {args.mode}, "
                f"{args.repeat} repeat(s), median per size; [min-max] = spread of the repeats")
     out.append(f"# host {platform.node()}, {os.cpu_count()} CPUs, "
                f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
@@ -287,26 +323,37 @@ def print_report(c: Comparison) -> dict:
                    + ", ".join(fmt_percent(v) for v in c.cpu_others))
     copy = median_copy(c.probes)
     summary = {}
-    for transport, nranks, libs in c.cases():
-        stats = {lib: report.summarize(c.samples.get((transport, nranks, lib), []), args.mode)
+    ratios = []
+    for coll, transport, nranks, libs in c.cases():
+        stats = {lib: report.summarize(c.samples.get((coll, transport, nranks, lib), []),
+                                       args.mode)
                  for lib in libs}
-        bound = report.memory_bound(copy, nranks) if transport == "shm" else None
-        title = f"\n== {transport}, {nranks} ranks: busbw GB/s, median [min-max] =="
-        if transport == "shm" and "gloo" in args.peers:
+        # The memory bound is the allreduce's (every rank reads and writes the whole message).
+        bound = (report.memory_bound(copy, nranks)
+                 if transport == "shm" and coll == "allreduce" else None)
+        title = f"\n== {coll}, {transport}, {nranks} ranks: busbw GB/s, median [min-max] =="
+        if transport == "shm" and "gloo" in libs:
             title += "  (Gloo has no shared-memory transport: see the tcp tables)"
         out.append(report.format_table(transport, nranks, libs, stats, title, bound))
-        summary[f"{transport} {nranks}"] = {
+        if "braid" in libs and "mpi" in libs:
+            ratios.append((coll, transport, nranks, stats))
+        key = f"{transport} {nranks}" if coll == "allreduce" else f"{coll} {transport} {nranks}"
+        summary[key] = {
             "memory_bound_gbps": bound,
             "libraries": {lib: report.stats_to_json(s) for lib, s in stats.items()}}
         if args.plot:
             os.makedirs(args.plot, exist_ok=True)
-            path = os.path.join(args.plot, f"busbw_{transport}_np{nranks}.png")
-            why = report.write_plot(path, f"allreduce {args.dtype} {args.op} {args.mode}, "
+            stem = "" if coll == "allreduce" else f"{coll}_"
+            path = os.path.join(args.plot, f"busbw_{stem}{transport}_np{nranks}.png")
+            why = report.write_plot(path, f"{coll} {args.dtype} {args.op} {args.mode}, "
                                     f"{transport}, {nranks} ranks (median of {args.repeat})",
                                     stats, bound)
             out.append(f"plot: {why or path}")
+    if len(ratios) > 1:
+        out.append("\n" + report.format_ratio_summary(ratios))
     for nranks in args.np:
-        stats = report.summarize(c.samples.get(("gpu", nranks, "nccl"), []), args.mode)
+        stats = report.summarize(c.samples.get(("allreduce", "gpu", nranks, "nccl"), []),
+                                 args.mode)
         if stats:
             out.append(report.format_table("gpu", nranks, ["nccl"], {"nccl": stats},
                                            f"\n== NCCL on GPUs, {nranks} ranks ==", None))

@@ -56,6 +56,8 @@ typedef struct {
   perf_type type;               /* -d */
   perf_op op;                   /* -o */
   perf_time_reduce time_reduce; /* -a */
+  int root;                     /* -r root of rooted collectives (default 0) */
+  const char* collective;       /* --collective (programs that run several; default NULL) */
 } perf_options;
 
 /* Parses nccl-tests style flags. Returns 0 on success, 1 after -h, 2 on a bad flag. Only a
@@ -73,6 +75,16 @@ size_t perf_next_size(const perf_options* opts, size_t bytes);
  * over `nranks` ranks is exact in `type`; a wrong element can therefore be detected with ==. */
 void perf_fill_input(void* buf, size_t count, perf_type type, perf_op op, int rank, int nranks);
 
+/* Like perf_count_wrong for elements [first, first + count) of the reduction (reduce-scatter
+ * blocks). */
+int64_t perf_count_wrong_at(const void* buf, size_t count, size_t first, perf_type type, perf_op op,
+                            int nranks);
+
+/* Data that collectives move unchanged (broadcast, gathers, alltoall, send/recv): elements
+ * [first, first + count) of rank `source`'s copied data, small integers exact in every type and
+ * different per source and per index, so a block from the wrong rank or offset is counted. */
+void perf_fill_copy(void* buf, size_t count, size_t first, perf_type type, int source);
+
 /* Writes a value that no correct result has, so a call that leaves the output untouched is
  * counted as wrong. */
 void perf_poison_output(void* buf, size_t count, perf_type type);
@@ -89,6 +101,12 @@ void perf_print_row_start(FILE* out, size_t bytes, size_t count, const perf_opti
 /* One mode's columns; time_sec < 0 prints N/A (mode not supported by the peer). wrong < 0
  * prints N/A (not checked). */
 void perf_print_row_mode(FILE* out, double time_sec, size_t bytes, int nranks, int64_t wrong);
+/* The same, for a collective whose busbw is algbw * bus_factor (nccl-tests' formulas). */
+void perf_print_row_mode_factor(FILE* out, double time_sec, size_t bytes, double bus_factor,
+                                int64_t wrong);
+/* Row start with an explicit op name ("none" for collectives without one) and root. */
+void perf_print_row_start_named(FILE* out, size_t bytes, size_t count, perf_type type,
+                                const char* op_name, int root);
 void perf_print_row_end(FILE* out);
 /* failed_checks: number of (size, mode) results with a wrong element. */
 void perf_print_footer(FILE* out, int64_t failed_checks, double avg_busbw);

@@ -199,13 +199,24 @@ static double expected_value(const value_rule* rule, size_t i, perf_type type, i
 }
 
 int64_t perf_count_wrong(const void* buf, size_t count, perf_type type, perf_op op, int nranks) {
+  return perf_count_wrong_at(buf, count, 0, type, op, nranks);
+}
+
+void perf_fill_copy(void* buf, size_t count, size_t first, perf_type type, int source) {
+  /* 64 values, exact in every type; 131 * source shifts the sequence per source. */
+  for (size_t i = 0; i < count; i++)
+    store(buf, i, type, (double)((mix(first + i) + 131u * (uint32_t)source + 7u) % 64u));
+}
+
+int64_t perf_count_wrong_at(const void* buf, size_t count, size_t first, perf_type type, perf_op op,
+                            int nranks) {
   value_rule rule = make_rule(type, op, nranks);
   int64_t wrong = 0;
   if (type == PERF_FLOAT && op == PERF_SUM) {
     /* Checking 64 MiB per call must not dominate a sweep either. */
     const float* f = (const float*)buf;
     for (size_t i = 0; i < count; i++) {
-      uint32_t h = mix(i), acc = 0;
+      uint32_t h = mix(first + i), acc = 0;
       for (int r = 0; r < nranks; r++) acc += (h + 131u * (uint32_t)r) % rule.span;
       if (f[i] != (float)acc) wrong++;
     }
@@ -214,7 +225,7 @@ int64_t perf_count_wrong(const void* buf, size_t count, perf_type type, perf_op 
   for (size_t i = 0; i < count; i++) {
     /* Round the expectation through the element type, as the library's result is. */
     unsigned char slot[8];
-    store(slot, 0, type, expected_value(&rule, i, type, nranks));
+    store(slot, 0, type, expected_value(&rule, first + i, type, nranks));
     if (load(buf, i, type) != load(slot, 0, type)) wrong++;
   }
   return wrong;

@@ -96,6 +96,8 @@ static void usage(FILE* out, const char* program) {
           "  -o,--op <op>            sum prod max min avg (default sum)\n"
           "  -a,--average <0..3>     combine per-rank times: 0 rank 0, 1 mean, 2 min, 3 max "
           "(default 3)\n"
+          "  -r,--root <n>           root of rooted collectives (default 0)\n"
+          "  -K,--collective <name>  collective, for programs that run several\n"
           "  -t,--nthreads 1  -g,--ngpus 1   accepted for compatibility (one rank per process)\n"
           "  -h,--help\n",
           program);
@@ -114,6 +116,8 @@ int perf_parse_options(int argc, char** argv, perf_options* opts, const char* pr
   opts->type = PERF_FLOAT;
   opts->op = PERF_SUM;
   opts->time_reduce = PERF_TIME_MAX;
+  opts->root = 0;
+  opts->collective = NULL;
 
   static const struct option kLong[] = {{"minbytes", required_argument, 0, 'b'},
                                         {"maxbytes", required_argument, 0, 'e'},
@@ -127,12 +131,14 @@ int perf_parse_options(int argc, char** argv, perf_options* opts, const char* pr
                                         {"average", required_argument, 0, 'a'},
                                         {"nthreads", required_argument, 0, 't'},
                                         {"ngpus", required_argument, 0, 'g'},
+                                        {"root", required_argument, 0, 'r'},
+                                        {"collective", required_argument, 0, 'K'},
                                         {"help", no_argument, 0, 'h'},
                                         {0, 0, 0, 0}};
   int c;
   optind = 1;
   opterr = verbose;
-  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:a:t:g:h", kLong, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:a:t:g:r:K:h", kLong, NULL)) != -1) {
     int bad = 0;
     switch (c) {
       case 'b':
@@ -168,6 +174,12 @@ int perf_parse_options(int argc, char** argv, perf_options* opts, const char* pr
         opts->time_reduce = (perf_time_reduce)a;
         break;
       }
+      case 'r':
+        bad = (opts->root = atoi(optarg)) < 0;
+        break;
+      case 'K':
+        opts->collective = optarg;
+        break;
       case 't':
       case 'g':
         bad = atoi(optarg) != 1;

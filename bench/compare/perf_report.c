@@ -89,13 +89,23 @@ void perf_print_row_start(FILE* out, size_t bytes, size_t count, const perf_opti
 }
 
 void perf_print_row_mode(FILE* out, double time_sec, size_t bytes, int nranks, int64_t wrong) {
+  perf_print_row_mode_factor(out, time_sec, bytes, 2.0 * (nranks - 1) / nranks, wrong);
+}
+
+void perf_print_row_start_named(FILE* out, size_t bytes, size_t count, perf_type type,
+                                const char* op_name, int root) {
+  fprintf(out, "%12zu  %12zu  %8s  %6s  %6d", bytes, count, perf_type_name(type), op_name, root);
+}
+
+void perf_print_row_mode_factor(FILE* out, double time_sec, size_t bytes, double bus_factor,
+                                int64_t wrong) {
   if (time_sec < 0.0) {
     fprintf(out, "  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
     return;
   }
   char time_str[32], algbw_str[32], busbw_str[32];
   double algbw = time_sec > 0.0 ? (double)bytes / time_sec / 1e9 : 0.0;
-  double busbw = perf_busbw(bytes, time_sec, nranks);
+  double busbw = algbw * bus_factor;
   fixed_width(time_str, sizeof time_str, time_sec * 1e6, 7);
   fixed_width(algbw_str, sizeof algbw_str, algbw, 6);
   fixed_width(busbw_str, sizeof busbw_str, busbw, 6);

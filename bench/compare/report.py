@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from perf_output import Row
 from runners import LIBRARY_TITLES
 
-Key = Tuple[str, int, str]  # (transport, nranks, library)
+Key = Tuple[str, str, int, str]  # (collective, transport, nranks, library)
 
 
 @dataclasses.dataclass
@@ -143,6 +143,29 @@ def format_table(transport: str, nranks: int, libraries: List[str],
                         for s in stats.get(lib, {}).values() if s.unchecked == s.repeats})
     if unchecked:
         lines.append("results never checked for some sizes: " + ", ".join(unchecked))
+    return "\n".join(lines)
+
+
+def format_ratio_summary(cases) -> str:
+    """One line per (collective, transport, ranks): Braid's busbw over MPI's (= MPI's time over
+    Braid's) at each size, from the medians; > 1 means Braid is faster."""
+    # Columns are positions in each case's size list: the per-rank collectives raise the
+    # smallest size to 16 B x n, so their first column is that size, not the header's.
+    per_case = [sorted({size for lib in ("braid", "mpi") for size in stats.get(lib, {})})
+                for _, _, _, stats in cases]
+    columns = max(per_case, key=len) if per_case else []
+    header = ["collective", "transport", "ranks"] + [size_label(s) for s in columns]
+    rows = []
+    for (coll, transport, nranks, stats), sizes in zip(cases, per_case):
+        cells = [_ratio(stats.get("braid", {}).get(s), stats.get("mpi", {}).get(s))
+                 for s in sizes]
+        rows.append([coll, transport, str(nranks)] + cells + ["-"] * (len(columns) - len(cells)))
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    lines = ["== Braid/MPI (busbw ratio of the medians; > 1: Braid faster; per-rank collectives' "
+             "first column: 16 B x ranks) =="]
+    lines.append("  ".join(h.rjust(w) for h, w in zip(header, widths)))
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
     return "\n".join(lines)
 
 

@@ -3,8 +3,8 @@
 Every library runs the same nccl-tests style program interface (-b -e -f -n -w -c -d -o) and
 prints the same columns; only the launcher and the transport switches differ:
 
-  Braid  braidrun -n N all_reduce_perf ...        tcp: NCCL_SHM_DISABLE=1, NCCL_SOCKET_IFNAME=lo
-  MPI    mpirun -np N mpi_allreduce_perf ...      tcp: --mca pml ob1 --mca btl self,tcp ...
+  Braid  braidrun -n N <collective>_perf ...      tcp: NCCL_SHM_DISABLE=1, NCCL_SOCKET_IFNAME=lo
+  MPI    mpirun -np N mpi_perf --collective C ... tcp: --mca pml ob1 --mca btl self,tcp ...
   Gloo   N processes started here (rank/size/store in the environment), TCP on 127.0.0.1 only
 
 Each run gets its own process group, so a timeout ends the whole run (launcher and ranks) and
@@ -21,6 +21,14 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 LIBRARIES = ("braid", "mpi", "gloo")
+# The collectives compared: Braid's nccl-tests style program for each (bench/perf), run beside
+# mpi_perf --collective NAME (MPI_Allreduce, MPI_Reduce, ..., MPI_Sendrecv). Gloo: allreduce only.
+BRAID_PROGRAMS = {"allreduce": "all_reduce_perf", "reduce": "reduce_perf",
+                  "broadcast": "broadcast_perf", "allgather": "all_gather_perf",
+                  "reducescatter": "reduce_scatter_perf", "alltoall": "alltoall_perf",
+                  "gather": "gather_perf", "scatter": "scatter_perf", "sendrecv": "sendrecv_perf"}
+COLLECTIVES = tuple(BRAID_PROGRAMS)
+COLLECTIVES_OF = {"braid": COLLECTIVES, "mpi": COLLECTIVES, "gloo": ("allreduce",)}
 LIBRARY_TITLES = {"braid": "Braid", "mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL"}
 TRANSPORTS = ("shm", "tcp")
 # Gloo has TCP only; its numbers appear in the TCP tables alone.
@@ -79,8 +87,8 @@ def plan_bands(min_bytes: int, max_bytes: int, sizes: Optional[List[int]] = None
 @dataclasses.dataclass
 class Programs:
     braidrun: str
-    all_reduce_perf: str
-    mpi_allreduce_perf: str
+    bench_dir: str
+    mpi_perf: str
     gloo_allreduce_perf: str
     stream_probe: str
     mpirun: Optional[str]
@@ -90,16 +98,23 @@ class Programs:
         bench = os.path.join(build_dir, "bench")
         return Programs(
             braidrun=os.path.join(build_dir, "bin", "braidrun"),
-            all_reduce_perf=os.path.join(bench, "all_reduce_perf"),
-            mpi_allreduce_perf=os.path.join(bench, "mpi_allreduce_perf"),
+            bench_dir=bench,
+            mpi_perf=os.path.join(bench, "mpi_perf"),
             gloo_allreduce_perf=os.path.join(bench, "gloo_allreduce_perf"),
             stream_probe=os.path.join(bench, "stream_probe"),
             mpirun=shutil.which("mpirun"))
 
-    def missing(self, library: str) -> Optional[str]:
-        """Why `library` cannot run here, or None."""
-        needed = {"braid": [self.braidrun, self.all_reduce_perf],
-                  "mpi": [self.mpi_allreduce_perf], "gloo": [self.gloo_allreduce_perf]}[library]
+    def braid_perf(self, collective: str = "allreduce") -> str:
+        return os.path.join(self.bench_dir, BRAID_PROGRAMS[collective])
+
+    @property
+    def all_reduce_perf(self) -> str:
+        return self.braid_perf("allreduce")
+
+    def missing(self, library: str, collective: str = "allreduce") -> Optional[str]:
+        """Why `library` cannot run `collective` here, or None."""
+        needed = {"braid": [self.braidrun, self.braid_perf(collective)],
+                  "mpi": [self.mpi_perf], "gloo": [self.gloo_allreduce_perf]}[library]
         for path in needed:
             if not os.access(path, os.X_OK):
                 return f"{path} is not built (cmake --build <build> --target " \
@@ -210,7 +225,8 @@ def run_gloo(nranks: int, argv: List[str], env: Dict[str, str], timeout: float) 
 
 def run_library(library: str, transport: str, nranks: int, perf_args: List[str],
                 programs: Programs, timeout: float,
-                extra_env: Optional[Dict[str, str]] = None) -> RunResult:
+                extra_env: Optional[Dict[str, str]] = None,
+                collective: str = "allreduce") -> RunResult:
     env = dict(os.environ)
     env.update(extra_env or {})
     if library == "braid":
@@ -218,14 +234,14 @@ def run_library(library: str, transport: str, nranks: int, perf_args: List[str],
             env["NCCL_SHM_DISABLE"] = "1"
             # Loopback, like the peers (MPI: btl_tcp_if_include lo, Gloo: 127.0.0.1).
             env.setdefault("NCCL_SOCKET_IFNAME", "lo")
-        argv = [programs.braidrun, "-n", str(nranks), programs.all_reduce_perf] + perf_args
+        argv = [programs.braidrun, "-n", str(nranks), programs.braid_perf(collective)] + perf_args
         return run_command(argv, env, timeout)
     if library == "mpi":
         argv = [programs.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(nranks)]
         if transport == "tcp":
             argv += ["--mca", "pml", "ob1", "--mca", "btl", "self,tcp",
                      "--mca", "btl_tcp_if_include", "lo"]
-        argv += [programs.mpi_allreduce_perf] + perf_args
+        argv += [programs.mpi_perf, "--collective", collective] + perf_args
         return run_command(argv, env, timeout)
     if library == "gloo":
         return run_gloo(nranks, [programs.gloo_allreduce_perf] + perf_args, env, timeout)

@@ -146,6 +146,36 @@ class ComparisonTest(unittest.TestCase):
         self.assertIsNone(report.memory_bound(None, 2))
 
 
+class CollectiveTest(unittest.TestCase):
+    def test_bus_factors(self):
+        self.assertEqual(perf_output.bus_factor(4), 1.5)
+        self.assertEqual(perf_output.bus_factor(4, "alltoall"), 0.75)
+        self.assertEqual(perf_output.bus_factor(4, "gather"), 0.75)
+        self.assertEqual(perf_output.bus_factor(4, "broadcast"), 1.0)
+        self.assertEqual(perf_output.bus_factor(4, "sendrecv"), 1.0)
+
+    def test_alltoall_output(self):
+        # braidrun -n 4 alltoall_perf: in-place columns are N/A (ncclAlltoAll has no in-place
+        # form), busbw = size / time * (n-1)/n.
+        parsed = perf_output.parse(sample("braid_alltoall_perf_np4.txt"), 4, "alltoall")
+        self.assertEqual([r.size for r in parsed.rows], [64, 2048, 65536])
+        for row in parsed.rows:
+            self.assertEqual(list(row.modes), ["out-of-place"])
+            oop = row.modes["out-of-place"]
+            self.assertAlmostEqual(oop.busbw / oop.algbw, 0.75)
+            self.assertAlmostEqual(oop.busbw, oop.printed_busbw,
+                                   delta=0.006 + 0.01 * oop.printed_busbw)
+        self.assertEqual(parsed.total_wrong, 0)
+
+    def test_per_rank_sizes_are_raised(self):
+        args = compare.parse_args(["--collective", "allreduce,alltoall", "--quick", "--np", "4"])
+        c = compare.Comparison(args)
+        self.assertEqual([b.first for b in c.bands_for("allreduce", 4)][0], 8)
+        self.assertEqual([b.first for b in c.bands_for("alltoall", 4)],
+                         [64, 64 << 10, 1 << 20, 64 << 20])
+        self.assertEqual([case[0] for case in c.cases()], ["allreduce"] * 2 + ["alltoall"] * 2)
+
+
 class PlanTest(unittest.TestCase):
     def test_bands_split_the_sweep(self):
         bands = runners.plan_bands(8, 64 << 20)
