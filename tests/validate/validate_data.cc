@@ -1,0 +1,165 @@
+#include "validate_data.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "datatypes.h"
+
+namespace braid::validate {
+namespace {
+
+std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Every integer of magnitude <= this is exact in the type (capped to keep sums readable).
+double exactIntegerLimit(ncclDataType_t type) {
+  switch (type) {
+    case ncclInt8:
+      return 127;
+    case ncclUint8:
+      return 255;
+    case ncclFloat16:
+      return 2048;
+    case ncclBfloat16:
+      return 256;
+    case ncclFloat8e4m3:
+      return 16;
+    case ncclFloat8e5m2:
+      return 8;
+    default:
+      return 1 << 20;
+  }
+}
+
+// Unit roundoff and smallest subnormal of the type's storage.
+struct Precision {
+  double unit;
+  double tiny;
+};
+
+Precision precisionOf(ncclDataType_t type) {
+  switch (type) {
+    case ncclFloat16:
+      return {std::ldexp(1.0, -11), std::ldexp(1.0, -24)};
+    case ncclBfloat16:
+      return {std::ldexp(1.0, -8), std::ldexp(1.0, -133)};
+    case ncclFloat8e4m3:
+      return {std::ldexp(1.0, -4), std::ldexp(1.0, -9)};
+    case ncclFloat8e5m2:
+      return {std::ldexp(1.0, -3), std::ldexp(1.0, -16)};
+    case ncclFloat64:
+      return {std::ldexp(1.0, -53), std::ldexp(1.0, -1074)};
+    default:
+      return {std::ldexp(1.0, -24), std::ldexp(1.0, -149)};
+  }
+}
+
+double gamma(int k, double unit) {
+  return k * unit / (1.0 - k * unit);
+}
+
+double roundTo(ncclDataType_t type, double value) {
+  alignas(8) unsigned char element[8];
+  bench::storeElement(element, 0, type, value);
+  return bench::loadElement(element, 0, type);
+}
+
+bool isSigned(ncclDataType_t type) {
+  return bench::typeInfo(type).isSigned;
+}
+
+}  // namespace
+
+const char* opName(Op op) {
+  static const char* const kNames[kNumOps] = {"sum", "prod", "max", "min", "avg", "premulsum"};
+  return kNames[static_cast<int>(op)];
+}
+
+bool isFloatType(ncclDataType_t type) {
+  return bench::typeInfo(type).isFloat;
+}
+
+bool isWidenedType(ncclDataType_t type) {
+  return type == ncclFloat16 || type == ncclBfloat16 || type == ncclFloat8e4m3 ||
+         type == ncclFloat8e5m2;
+}
+
+std::size_t typeBytes(ncclDataType_t type) {
+  return bench::typeInfo(type).size;
+}
+
+const char* typeName(ncclDataType_t type) {
+  return bench::typeInfo(type).name;
+}
+
+double premulScalar(const ValueSpec& spec, int rank) {
+  // 1 or 2 keeps integer sums exact; 1, 1.25, 1.5, 1.75 have three significant bits, exact in
+  // fp8 too, and make the real products round.
+  if (spec.values == Values::kExact) return 1 + rank % 2;
+  return 1 + 0.25 * (rank % 4);
+}
+
+double inputValue(const ValueSpec& spec, int rank, std::size_t index) {
+  std::uint64_t h =
+      mix64(spec.seed * 0x100000001b3ull + mix64(static_cast<std::uint64_t>(rank)) + index);
+  bool negative = isSigned(spec.type) && (h >> 63);
+  double unit = static_cast<double>(h >> 11) * std::ldexp(1.0, -53);  // [0, 1)
+  double limit = exactIntegerLimit(spec.type);
+  if (spec.values == Values::kExact) {
+    switch (spec.op) {
+      case Op::kProd: {
+        // At most log2(limit) ranks contribute a factor 2; the rest contribute +-1.
+        int doublings = static_cast<int>(std::floor(std::log2(limit)));
+        double factor = (rank < doublings && (h & 1)) ? 2 : 1;
+        return negative ? -factor : factor;
+      }
+      case Op::kMax:
+      case Op::kMin: {
+        double magnitude = std::floor(unit * (std::min(limit, 1000.0) + 1));
+        return negative ? -magnitude : magnitude;
+      }
+      default: {
+        double weight = spec.nranks * (spec.op == Op::kPreMulSum ? 2.0 : 1.0);
+        double magnitude = std::floor(unit * (std::floor(limit / weight) + 1));
+        return negative ? -magnitude : magnitude;
+      }
+    }
+  }
+  // Real values: [-1, 1), or for prod a magnitude in [0.5, 2) so that no product leaves the
+  // normal range of any type.
+  double value = spec.op == Op::kProd ? std::exp2(2 * unit - 1) : unit;
+  return roundTo(spec.type, negative ? -value : value);
+}
+
+double contribution(const ValueSpec& spec, int rank, std::size_t index) {
+  double value = inputValue(spec, rank, index);
+  if (spec.op != Op::kPreMulSum) return value;
+  return roundTo(spec.type, value * premulScalar(spec, rank));
+}
+
+double allowedDifference(const ValueSpec& spec, std::size_t index) {
+  if (spec.values == Values::kExact || !isFloatType(spec.type)) return 0;
+  if (spec.op == Op::kMax || spec.op == Op::kMin) return 0;  // no rounding at all
+  Precision own = precisionOf(spec.type);
+  // MPI reduces fp16/bf16/fp8 as float after widening; float and double in their own type.
+  Precision mpi = isWidenedType(spec.type) ? precisionOf(ncclFloat32) : own;
+  int steps = spec.nranks - 1;
+  double relative = gamma(steps, own.unit) + gamma(steps, mpi.unit);
+  double magnitude = spec.op == Op::kProd ? 1.0 : 0.0;
+  for (int r = 0; r < spec.nranks; ++r) {
+    double v = std::fabs(contribution(spec, r, index));
+    magnitude = spec.op == Op::kProd ? magnitude * v : magnitude + v;
+  }
+  double bound = relative * magnitude + spec.nranks * (own.tiny + mpi.tiny);
+  if (spec.op == Op::kAvg) {
+    // Braid divides its rounded sum by n and rounds once more; the reference divides exactly.
+    bound = bound / spec.nranks + own.unit * magnitude / spec.nranks + own.tiny;
+  }
+  return bound;
+}
+
+}  // namespace braid::validate
