@@ -1,0 +1,136 @@
+#include "determinism_cases.h"
+
+#include <cstring>
+
+#include "kernels/cpu/isa.h"
+
+namespace braid::determinism {
+namespace {
+
+std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+std::size_t elementBytes(ncclDataType_t type) {
+  return type == ncclFloat32 ? 4 : 2;
+}
+
+// Random sign and mantissa, exponents over a 2^-7..2^7 range: sums of such values round
+// differently for different orders, so a changed order shows up in the bits.
+void fillInput(void* buffer, std::size_t count, ncclDataType_t type, int rank) {
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint64_t h = mix64((static_cast<std::uint64_t>(rank) << 40) ^ i ^ 0x5eed);
+    std::uint32_t sign = static_cast<std::uint32_t>(h >> 63);
+    std::uint32_t shift = static_cast<std::uint32_t>((h >> 32) % 15);  // 0..14
+    if (type == ncclFloat32) {
+      std::uint32_t bits =
+          (sign << 31) | ((120 + shift) << 23) | (static_cast<std::uint32_t>(h) & 0x7fffff);
+      std::memcpy(static_cast<char*>(buffer) + 4 * i, &bits, 4);
+    } else if (type == ncclFloat16) {
+      auto bits = static_cast<std::uint16_t>((sign << 15) | ((8 + shift) << 10) | (h & 0x3ff));
+      std::memcpy(static_cast<char*>(buffer) + 2 * i, &bits, 2);
+    } else {  // bfloat16
+      auto bits = static_cast<std::uint16_t>((sign << 15) | ((120 + shift) << 7) | (h & 0x7f));
+      std::memcpy(static_cast<char*>(buffer) + 2 * i, &bits, 2);
+    }
+  }
+}
+
+std::string digest(const void* data, std::size_t bytes) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  char text[32];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+const char* collName(Coll coll) {
+  switch (coll) {
+    case Coll::kAllReduce:
+      return "allreduce";
+    case Coll::kReduceScatter:
+      return "reducescatter";
+    default:
+      return "reduce";
+  }
+}
+
+const char* typeName(ncclDataType_t type) {
+  return type == ncclFloat32 ? "float" : type == ncclFloat16 ? "half" : "bfloat16";
+}
+
+// One call; returns the bytes of this rank's result (empty for a reduce on a non-root rank).
+std::vector<unsigned char> runOnce(test::RankContext& ctx, ncclComm_t comm, const Case& c) {
+  int n = ctx.nranks(), me = ctx.rank();
+  std::size_t size = elementBytes(c.type);
+  std::size_t in = c.coll == Coll::kReduceScatter ? c.count * n : c.count;
+  std::vector<unsigned char> send(in * size), recv(c.count * size, 0xff);  // 0xff..: NaN
+  fillInput(send.data(), in, c.type, me);
+  ncclResult_t r = ncclSuccess;
+  switch (c.coll) {
+    case Coll::kAllReduce:
+      r = ncclAllReduce(send.data(), recv.data(), c.count, c.type, ncclSum, comm, nullptr);
+      break;
+    case Coll::kReduceScatter:
+      r = ncclReduceScatter(send.data(), recv.data(), c.count, c.type, ncclSum, comm, nullptr);
+      break;
+    case Coll::kReduce:
+      r = ncclReduce(send.data(), recv.data(), c.count, c.type, ncclSum, c.root, comm, nullptr);
+      break;
+  }
+  if (r != ncclSuccess) {
+    ctx.fail(c.key() + ": " + ncclGetErrorString(r) + " (" + ncclGetLastError(comm) + ")");
+    return {};
+  }
+  if (c.coll == Coll::kReduce && me != c.root) return {};
+  return recv;
+}
+
+}  // namespace
+
+std::string Case::key() const {
+  std::string k = std::string(collName(coll)) + "/" + typeName(type) + "/" + std::to_string(count);
+  if (coll == Coll::kReduce) k += "/root" + std::to_string(root);
+  return k;
+}
+
+std::vector<Case> standardCases(int nranks) {
+  std::vector<Case> cases;
+  for (ncclDataType_t type : {ncclFloat32, ncclFloat16, ncclBfloat16}) {
+    // 100003 elements are 25+ slots of 16 KiB for every type (and 400 KB of float).
+    for (std::size_t count : {std::size_t{1}, std::size_t{1021}, std::size_t{100003}}) {
+      cases.push_back({Coll::kAllReduce, type, count});
+      cases.push_back({Coll::kReduceScatter, type, count / nranks + 1});
+      cases.push_back({Coll::kReduce, type, count, 0});
+      cases.push_back({Coll::kReduce, type, count, nranks - 1});
+    }
+  }
+  return cases;
+}
+
+void runCases(test::RankContext& ctx, const std::vector<Case>& cases, int repeats) {
+  ncclComm_t comm = ctx.initComm();
+  if (!comm) return;
+  ctx.report("isa", kernels::cpu::variantName(kernels::cpu::selectedVariant()));
+  for (const Case& c : cases) {
+    std::string first;
+    for (int rep = 0; rep < repeats; ++rep) {
+      std::vector<unsigned char> out = runOnce(ctx, comm, c);
+      std::string d = out.empty() ? "-" : digest(out.data(), out.size());
+      if (rep == 0) {
+        first = d;
+      } else if (d != first) {
+        ctx.fail(c.key() + ": repeat " + std::to_string(rep) + " gave digest " + d +
+                 ", the first gave " + first);
+      }
+    }
+    ctx.report(c.key(), first);
+  }
+  ncclCommDestroy(comm);
+}
+
+}  // namespace braid::determinism
