@@ -55,12 +55,13 @@ ncclResult_t Engine::checkParameterLists(const char* what, const std::vector<Ten
   const std::vector<int64_t> header = {problem.empty() ? 0 : 1, problemIndex,
                                        static_cast<int64_t>(params.size()), root};
   if (ncclResult_t r = allgatherWords(header, &rows, what); r != ncclSuccess) return r;
+  if (!problem.empty()) return refuse(ncclInvalidArgument, std::string(what) + ": " + problem);
   for (int q = 0; q < nranks_; q++) {
     if (rows[q][0] == 0) continue;
-    if (q == rank_) return refuse(ncclInvalidArgument, std::string(what) + ": " + problem);
     return refuse(ncclInvalidArgument,
                   std::string(what) + ": rank " + std::to_string(q) + " refused its " +
-                      (rows[q][1] == -2 ? "root" : "parameter " + std::to_string(rows[q][1])));
+                      (rows[q][1] == -2 ? "root " + std::to_string(rows[q][3])
+                                        : "parameter " + std::to_string(rows[q][1])));
   }
   for (int q = 1; q < nranks_; q++) {
     if (rows[q][2] != rows[0][2])

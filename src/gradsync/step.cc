@@ -97,7 +97,7 @@ ncclResult_t Engine::markReady(int index) {
   GradientSlot& g = gradients_[index];
   if (g.ready) {
     std::string text = "markReady: gradient " + gradientLabel(index) +
-                       " was already marked ready in step " + std::to_string(stepNumber_) +
+                       " was marked ready twice in step " + std::to_string(stepNumber_) +
                        (step_.sync ? " (this step's finish() fails on every rank)"
                                    : " (the next synced finish() fails on every rank)");
     recordFault(FaultKind::kMarkedTwice, index, 0, ncclInvalidUsage, text);

@@ -197,7 +197,10 @@ void runSteps(test::RankContext& ctx, ncclComm_t comm, const Scenario& s) {
       for (int g = 0; g < gradients; g++) {
         const ncclDataType_t t = s.model[g].dtype;
         const void* data = views ? sync.gradientData(g) : buffers.data(g);
-        const double u = unitRoundoff(t);
+        // fp32 gradients on an fp16/bf16 wire are rounded like that type.
+        const bool onWire = t == ncclFloat32 && s.options.wire != WireFormat::kNative;
+        const double u = unitRoundoff(
+            !onWire ? t : (s.options.wire == WireFormat::kFloat16 ? ncclFloat16 : ncclBfloat16));
         for (size_t i = 0; i < s.model[g].count; i++) {
           const double expected = sum[g][i] / n;
           const double got = loadValue(data, i, t);

@@ -1,0 +1,89 @@
+// GradSync with ranks as forked processes (shared memory between them): averages with copies and
+// views, the fp16 wire, accumulation and the rebuild; and cross-rank errors that must reach
+// every process instead of leaving one waiting.
+#include <gtest/gtest.h>
+
+#include "gradsync/gradsync_test_util.h"
+
+namespace braid::gradsync_test {
+namespace {
+
+using test::RankContext;
+
+test::RunOptions quick() {
+  test::RunOptions o;
+  o.timeoutS = 60;
+  o.env = {{"BRAID_TIMEOUT_S", "20"}};
+  return o;
+}
+
+TEST(GradSyncProcesses, Averages) {
+  Scenario copies;
+  copies.model = oddModel();
+  copies.options.firstBucketCapBytes = 64;
+  copies.options.bucketCapBytes = 4096;
+  copies.syncPattern = {true, false, true};
+  Scenario views = copies;
+  views.options.gradientsAsBucketViews = true;
+  views.options.averaging = Averaging::kPreMulSum;
+  views.options.wire = WireFormat::kFloat16;
+  for (const Scenario* s : {&copies, &views}) {
+    auto report = test::runProcesses(
+        3, [&](RankContext& ctx) { runScenario(ctx, *s); }, quick());
+    BRAID_EXPECT_ALL_RANKS_OK(report);
+  }
+}
+
+TEST(GradSyncProcesses, ModelMismatchFailsEveryRank) {
+  auto report = test::runProcesses(
+      2,
+      [](RankContext& ctx) {
+        ncclComm_t comm = ctx.initComm();
+        if (!comm) return;
+        {
+          std::vector<GradSpec> model = {{5, ncclFloat32}, {ctx.rank() ? 9u : 8u, ncclFloat32}};
+          Buffers buffers(model);
+          GradSync sync(comm);
+          int i;
+          for (int g = 0; g < 2; g++)
+            sync.addGradient({buffers.data(g), model[g].count, model[g].dtype},
+                             "layer" + std::to_string(g), &i);
+          if (sync.finalize() != ncclInvalidUsage ||
+              sync.lastError().find("gradient 1 ('layer1') differs across ranks: rank 0 has 8 x "
+                                    "float32, rank 1 has 9 x float32") == std::string::npos)
+            ctx.fail("finalize: " + sync.lastError());
+        }
+        ncclCommDestroy(comm);
+      },
+      quick());
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
+TEST(GradSyncProcesses, NeverMarkedFailsEveryRank) {
+  auto report = test::runProcesses(
+      3,
+      [](RankContext& ctx) {
+        ncclComm_t comm = ctx.initComm();
+        if (!comm) return;
+        {
+          std::vector<GradSpec> model(3, GradSpec{1000, ncclFloat32});
+          Buffers buffers(model);
+          GradSyncOptions o;
+          o.firstBucketCapBytes = o.bucketCapBytes = 4000;
+          GradSync sync(comm, o);
+          if (!registerModel(ctx, sync, model, &buffers)) return;
+          sync.markReady(2);
+          if (ctx.rank() != 1) sync.markReady(1);
+          sync.markReady(0);
+          if (sync.finish() == ncclSuccess ||
+              sync.lastError().find("1 ('g1')") == std::string::npos)
+            ctx.fail("finish: " + sync.lastError());
+        }
+        ncclCommDestroy(comm);
+      },
+      quick());
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
+}  // namespace
+}  // namespace braid::gradsync_test
