@@ -29,8 +29,9 @@ struct Case {
 /// 1, a prime below one slot and a prime of many chunks at the tests' slot size.
 std::vector<Case> standardCases(int nranks);
 
-/// Runs every case `repeats` times on one communicator; reports "<key>" -> the output's digest
-/// (and "isa" -> the kernel variant the process uses). Fails the rank when repeats differ.
+/// Runs every case `repeats` times on one communicator, the odd repeats in place; reports
+/// "<key>" -> the output's digest (and "isa" -> the kernel variant the process uses). Fails the
+/// rank when repeats differ.
 void runCases(test::RankContext& ctx, const std::vector<Case>& cases, int repeats);
 
 /// The slot size the tests run with, so that the large counts span many chunks.
