@@ -20,6 +20,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "braid/braid.h"
@@ -101,6 +102,20 @@ Options parse(int argc, char** argv) {
     }
   }
   return o;
+}
+
+// The context a step time needs: overlap can only pay when the communication has a core of its
+// own, which an oversubscribed host does not give it.
+std::string hostLoad() {
+  double load = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+    std::fclose(f);
+  }
+  char text[96];
+  std::snprintf(text, sizeof(text), "%u cores, load average %.1f",
+                std::thread::hardware_concurrency(), load);
+  return text;
 }
 
 double median(std::vector<double> v) {
@@ -235,8 +250,8 @@ int main(int argc, char** argv) {
     for (int w : options.widths) widths += (widths.empty() ? "" : "-") + std::to_string(w);
     std::printf(
         "gradsync_bench: %d rank(s), MLP %s: %.2fM parameters, %.1f MiB of fp32 "
-        "gradients, batch %d per rank\n",
-        me.nranks, widths.c_str(), total / 1e6, gradientMiB, options.batch);
+        "gradients, batch %d per rank; host: %s\n",
+        me.nranks, widths.c_str(), total / 1e6, gradientMiB, options.batch, hostLoad().c_str());
     std::printf(
         "default buckets %.3g MiB (first %.3g MiB): %zu allreduces per step; small "
         "buckets %.3g MiB: %zu; %d warm-up + %d rounds x %d steps per mode, interleaved\n",
