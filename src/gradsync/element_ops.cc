@@ -115,22 +115,6 @@ float bfloat16ToFloat(uint16_t bits) {
   return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
 }
 
-void narrowFloats(const float* source, uint16_t* wire, size_t count, ncclDataType_t wireType) {
-  if (wireType == ncclBfloat16) {
-    for (size_t i = 0; i < count; i++) wire[i] = floatToBfloat16(source[i]);
-  } else {
-    for (size_t i = 0; i < count; i++) wire[i] = floatToHalf(source[i]);
-  }
-}
-
-void widenFloats(const uint16_t* wire, float* destination, size_t count, ncclDataType_t wireType) {
-  if (wireType == ncclBfloat16) {
-    for (size_t i = 0; i < count; i++) destination[i] = bfloat16ToFloat(wire[i]);
-  } else {
-    for (size_t i = 0; i < count; i++) destination[i] = halfToFloat(wire[i]);
-  }
-}
-
 namespace {
 
 template <typename T>

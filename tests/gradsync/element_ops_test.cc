@@ -103,6 +103,39 @@ TEST(ElementOps, NarrowAndWidenArrays) {
   }
 }
 
+// The array conversions (vectorised, F16C where the CPU has it) agree with the scalar ones on
+// every input, at every offset of the vector loops' tails.
+TEST(ElementOps, ArrayConversionsMatchScalar) {
+  const std::vector<float> values = interestingFloats();
+  std::vector<uint16_t> codes(65536);
+  for (uint32_t h = 0; h < 65536; h++) codes[h] = static_cast<uint16_t>(h);
+  for (ncclDataType_t t : {ncclFloat16, ncclBfloat16}) {
+    auto narrow = [&](float x) { return t == ncclFloat16 ? floatToHalf(x) : floatToBfloat16(x); };
+    auto widen = [&](uint16_t h) { return t == ncclFloat16 ? halfToFloat(h) : bfloat16ToFloat(h); };
+    for (size_t offset : {0u, 1u, 5u}) {
+      const size_t count = values.size() - offset;
+      std::vector<uint16_t> wire(count);
+      narrowFloats(values.data() + offset, wire.data(), count, t);
+      for (size_t i = 0; i < count; i++) {
+        const float x = values[offset + i];
+        if (std::isnan(x))
+          ASSERT_TRUE(std::isnan(widen(wire[i]))) << dtypeName(t) << " NaN at " << i;
+        else
+          ASSERT_EQ(wire[i], narrow(x)) << dtypeName(t) << " x=" << x;
+      }
+    }
+    std::vector<float> wide(codes.size() - 3);
+    widenFloats(codes.data() + 3, wide.data(), wide.size(), t);
+    for (size_t i = 0; i < wide.size(); i++) {
+      const float expected = widen(codes[i + 3]);
+      if (std::isnan(expected))
+        ASSERT_TRUE(std::isnan(wide[i]));
+      else
+        ASSERT_EQ(std::bit_cast<uint32_t>(wide[i]), std::bit_cast<uint32_t>(expected)) << i;
+    }
+  }
+}
+
 TEST(ElementOps, AccumulateEveryGradientType) {
   std::vector<double> d = {1.5, -2.25, 1e300};
   std::vector<double> ds = {0.25, 0.25, 1e300};
