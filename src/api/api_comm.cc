@@ -2,13 +2,20 @@
 #include <unistd.h>
 #include <chrono>
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "api/api.h"
 #include "core/bootstrap_root.h"
 #include "core/group.h"
 #include "core/host_stream.h"
+#include "core/nonblocking.h"
+#include "core/shrink.h"
 #include "core/split.h"
 #include "core/unique_id.h"
 #include "util/env.h"
@@ -37,6 +44,56 @@ NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
 
 namespace {
 
+// Non-blocking init: the handle is returned at once (state ncclInProgress) and connects on its
+// worker. The caller's config may be gone by then, so the task owns a copy.
+ncclResult_t initInBackground(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank,
+                              const ncclConfig_t* config) {
+  auto owned = ownConfig(config);
+  return asyncSubmit(comm, [comm, nranks, id, rank, owned] {
+    return commInit(comm, id, nranks, rank, owned->get());
+  });
+}
+
+// Work a communicator-management call does after its checks: deferred inside a group, queued on
+// a non-blocking communicator, run now otherwise.
+ncclResult_t runManagement(ncclComm* comm, std::function<ncclResult_t()> body) {
+  if (!groupActive() && commIsNonblocking(comm)) return asyncSubmit(comm, std::move(body));
+  return runOrDefer(comm, nullptr, std::move(body));
+}
+
+// ncclCommShrink's list: in range, no repeats, not everyone, and not the caller (excluded ranks
+// do not call). Returns it sorted.
+ncclResult_t checkExcludeList(const ncclComm* comm, const int* list, int count,
+                              std::vector<int>* sorted) {
+  if (count < 1)
+    return fail(ncclInvalidArgument,
+                "excludeRanksCount=%d: must be at least 1 (to copy a communicator, use "
+                "ncclCommSplit)",
+                count);
+  if (!list)
+    return fail(ncclInvalidArgument, "excludeRanksList is NULL with excludeRanksCount=%d", count);
+  if (count > comm->nranks)
+    return fail(ncclInvalidArgument, "excludeRanksCount=%d exceeds nranks=%d", count,
+                comm->nranks);
+  for (int i = 0; i < count; i++)
+    if (list[i] < 0 || list[i] >= comm->nranks)
+      return fail(ncclInvalidArgument, "excludeRanksList[%d]=%d is outside [0, nranks=%d)", i,
+                  list[i], comm->nranks);
+  sorted->assign(list, list + count);
+  std::sort(sorted->begin(), sorted->end());
+  if (auto dup = std::adjacent_find(sorted->begin(), sorted->end()); dup != sorted->end())
+    return fail(ncclInvalidArgument, "excludeRanksList names rank %d more than once", *dup);
+  if (count == comm->nranks)
+    return fail(ncclInvalidArgument,
+                "excludeRanksList excludes all %d ranks: no rank would be left", count);
+  if (std::binary_search(sorted->begin(), sorted->end(), comm->rank))
+    return fail(ncclInvalidArgument,
+                "excludeRanksList contains the calling rank %d: excluded ranks must not call "
+                "ncclCommShrink",
+                comm->rank);
+  return ncclSuccess;
+}
+
 ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank,
                       ncclConfig_t* config) {
   if (!out) return fail(ncclInvalidArgument, "comm (the output pointer) is NULL");
@@ -47,6 +104,8 @@ ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
   UniqueIdFields f;
   SockAddr addr;
   BRAID_TRY(unpackUniqueId(id, &f, &addr));
+  CommConfig checked;
+  BRAID_TRY(loadConfig(config, &checked));  // bad fields fail now, before anything exists
   ncclComm* comm = commAllocate();
   *out = comm;
   if (groupActive()) {
@@ -59,6 +118,10 @@ ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
     });
     return ncclSuccess;
   }
+  if (checked.blocking == 0) {
+    comm->config = checked;
+    return initInBackground(comm, nranks, id, rank, config);
+  }
   ncclResult_t r = commInit(comm, id, nranks, rank, config);
   if (r != ncclSuccess) {
     commFree(comm);
@@ -68,8 +131,10 @@ ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
 }
 
 void releaseComm(ncclComm* comm, bool abort) {
+  if (abort) comm->abortFlag.store(1);
+  // Non-blocking work still queued runs to its end first (after an abort it fails fast).
+  asyncDrain(comm);
   if (abort) {
-    comm->abortFlag.store(1);
     // Calls blocked on this communicator notice the flag within a sleep slice and leave.
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (comm->activeCalls.load() > 0 && std::chrono::steady_clock::now() < until)
@@ -140,17 +205,74 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
     if (color < 0 && color != NCCL_SPLIT_NOCOLOR)
       return fail(ncclInvalidArgument, "color=%d: must be >= 0 or NCCL_SPLIT_NOCOLOR", color);
     *newcomm = nullptr;
-    return runOrDefer(comm, nullptr, [comm, color, key, newcomm, config] {
+    auto owned = ownConfig(config);
+    return runManagement(comm, [comm, color, key, newcomm, owned] {
       ActiveCall active(comm);
-      return commSplit(comm, color, key, newcomm, config);
+      return commSplit(comm, color, key, newcomm, owned->get());
     });
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
+         int excludeRanksCount, ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  return apiGuard("ncclCommShrink", [&] {
+    // A failed or revoked parent is what shrink is for: only liveness and init are required.
+    BRAID_TRY(checkComm(comm, false));
+    if (!comm->initialized)
+      return fail(ncclInvalidUsage, "comm %p has not completed initialisation",
+                  static_cast<void*>(comm));
+    if (!newcomm) return fail(ncclInvalidArgument, "newcomm (the output pointer) is NULL");
+    *newcomm = nullptr;
+    if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT)
+      return fail(ncclInvalidArgument,
+                  "shrinkFlags=%d: must be NCCL_SHRINK_DEFAULT (0) or NCCL_SHRINK_ABORT (1)",
+                  shrinkFlags);
+    std::vector<int> excluded;
+    BRAID_TRY(checkExcludeList(comm, excludeRanksList, excludeRanksCount, &excluded));
+    if (config) {
+      CommConfig checked;
+      BRAID_TRY(loadConfig(config, &checked));
+    }
+    if (shrinkFlags == NCCL_SHRINK_ABORT) {
+      commRevoke(comm);  // ends the calls in progress; the parent stays revoked
+    } else if (!commIsNonblocking(comm) && comm->activeCalls.load() > 0) {
+      return fail(ncclInvalidUsage,
+                  "comm %p has %d calls in progress on other threads: NCCL_SHRINK_DEFAULT expects "
+                  "none (NCCL_SHRINK_ABORT ends them)",
+                  static_cast<void*>(comm), comm->activeCalls.load());
+    }
+    auto owned = ownConfig(config);
+    return runManagement(comm, [comm, excluded, newcomm, owned] {
+      ActiveCall active(comm);
+      return commShrink(comm, excluded, owned->get(), newcomm);
+    });
+  });
+}
+
+NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
+  return apiGuard("ncclCommRevoke", [&] {
+    if (!comm) return ncclSuccess;  // as NCCL
+    BRAID_TRY(checkComm(comm, false));
+    if (revokeFlags != NCCL_REVOKE_DEFAULT)
+      return fail(ncclInvalidArgument, "revokeFlags=%d: must be NCCL_REVOKE_DEFAULT (0)",
+                  revokeFlags);
+    if (comm->revoked.load())
+      return fail(ncclInvalidArgument, "comm %p is already revoked", static_cast<void*>(comm));
+    commRevoke(comm);  // bounded (calls leave within a sleep slice): done before it returns
+    return ncclSuccess;
   });
 }
 
 NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   return apiGuard("ncclCommFinalize", [&] {
-    // Host collectives complete before they return: nothing is left to flush.
-    return checkComm(comm, false);
+    BRAID_TRY(checkComm(comm, false));
+    if (comm->revoked.load())
+      return fail(ncclInvalidUsage, "comm %p was revoked: finalize it no more, destroy it",
+                  static_cast<void*>(comm));
+    // Host collectives complete before they return; a non-blocking communicator's state reads
+    // ncclInProgress until the work queued before this call has run.
+    if (commIsNonblocking(comm)) return asyncSubmit(comm, [] { return ncclSuccess; });
+    return ncclSuccess;
   });
 }
 
@@ -204,6 +326,12 @@ NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asy
     BRAID_TRY(checkComm(comm, false));
     if (!asyncError) return fail(ncclInvalidArgument, "asyncError is NULL");
     *asyncError = static_cast<ncclResult_t>(comm->asyncError.load());
+    if (*asyncError != ncclSuccess && *asyncError != ncclInProgress) {
+      // The failure may have happened on another thread (a non-blocking communicator's worker):
+      // its reason becomes this thread's ncclGetLastError text.
+      std::lock_guard<std::mutex> lock(comm->errorMutex);
+      setLastError(comm->errorText);
+    }
     return ncclSuccess;
   });
 }

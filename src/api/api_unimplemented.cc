@@ -12,9 +12,6 @@ using namespace braid;
 
 BRAID_NOT_IMPLEMENTED(ncclMemAlloc, void** ptr, size_t size)
 BRAID_NOT_IMPLEMENTED(ncclMemFree, void* ptr)
-BRAID_NOT_IMPLEMENTED(ncclCommRevoke, ncclComm_t comm, int revokeFlags)
-BRAID_NOT_IMPLEMENTED(ncclCommShrink, ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
-                      ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags)
 BRAID_NOT_IMPLEMENTED(ncclCommRegister, const ncclComm_t comm, void* buff, size_t size,
                       void** handle)
 BRAID_NOT_IMPLEMENTED(ncclCommDeregister, const ncclComm_t comm, void* handle)

@@ -14,6 +14,11 @@ ncclResult_t checkComm(ncclComm_t comm, bool mustBeHealthy) {
   if (!comm->initialized)
     return fail(ncclInvalidUsage, "comm %p has not completed initialisation",
                 static_cast<void*>(comm));
+  if (comm->revoked.load())
+    return fail(ncclInvalidUsage,
+                "comm %p was revoked (ncclCommRevoke or NCCL_SHRINK_ABORT): only ncclCommShrink, "
+                "ncclCommAbort and ncclCommDestroy remain valid",
+                static_cast<void*>(comm));
   if (comm->abortFlag.load())
     return fail(ncclInvalidUsage, "comm %p was aborted", static_cast<void*>(comm));
   ncclResult_t err = static_cast<ncclResult_t>(comm->asyncError.load());

@@ -83,6 +83,7 @@ ncclResult_t runOrDefer(ncclComm* comm, HostStream* stream, std::function<ncclRe
     stream->submit({comm}, std::move(task));
     return ncclSuccess;
   }
+  if (commIsNonblocking(comm)) return asyncSubmit(comm, std::move(task));
   return task();
 }
 

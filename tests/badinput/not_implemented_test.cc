@@ -19,13 +19,6 @@ class NotImplemented : public OneRankComm {
   std::vector<Entry> entries() {
     static float buf[16];
     return {
-        {"ncclCommShrink",
-         [](ncclComm_t c) {
-           ncclComm_t out;
-           int exclude = 0;
-           return ncclCommShrink(c, &exclude, 1, &out, nullptr, 0);
-         }},
-        {"ncclCommRevoke", [](ncclComm_t c) { return ncclCommRevoke(c, 0); }},
         {"ncclCommRegister",
          [](ncclComm_t c) {
            void* handle;
