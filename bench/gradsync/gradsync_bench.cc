@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <random>
 #include <string>
@@ -118,6 +119,12 @@ std::string hostLoad() {
   return text;
 }
 
+double processCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -130,9 +137,10 @@ struct Rank {
   ncclComm_t comm = nullptr;
 };
 
-// The slowest rank's value (a step ends for everyone when its slowest rank is done).
-double maxOverRanks(const Rank& r, double value) {
-  if (ncclAllReduce(&value, &value, 1, ncclFloat64, ncclMax, r.comm, nullptr) != ncclSuccess) {
+// The slowest rank's value (a step ends for everyone when its slowest rank is done), or the
+// average over ranks.
+double overRanks(const Rank& r, double value, ncclRedOp_t op) {
+  if (ncclAllReduce(&value, &value, 1, ncclFloat64, op, r.comm, nullptr) != ncclSuccess) {
     fail(r.rank, std::string("allreduce of the timings: ") + ncclGetLastError(r.comm));
   }
   return value;
@@ -202,10 +210,14 @@ int main(int argc, char** argv) {
   std::vector<int> labels(options.batch);
   for (int& y : labels) y = static_cast<int>(engine() % model.classes());
 
-  std::vector<double> stepTimes[kModes], waitTimes[kModes];
+  // Wall time says what a step costs on this host now; CPU time (every thread of the process,
+  // the host stream's included) says how much work the communication added, which decides
+  // the wall time once the cores are all busy.
+  std::vector<double> stepTimes[kModes], waitTimes[kModes], cpuTimes[kModes];
   auto step = [&](Mode mode, bool measured) {
     if (braidBarrier(me.comm) != ncclSuccess) fail(me.rank, ncclGetLastError(me.comm));
     const auto start = Clock::now();
+    const double cpuStart = processCpuSeconds();
     double wait = 0;
     model.forward(samples.data(), labels.data(), options.batch);
     if (mode == kOverlapped || mode == kOverlappedSmall) {
@@ -236,11 +248,14 @@ int main(int argc, char** argv) {
       optimizer.step(model, constGradients);
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    const double slowest = maxOverRanks(me, seconds);
-    const double slowestWait = maxOverRanks(me, wait);
+    const double cpu = processCpuSeconds() - cpuStart;
+    const double slowest = overRanks(me, seconds, ncclMax);
+    const double slowestWait = overRanks(me, wait, ncclMax);
+    const double meanCpu = overRanks(me, cpu, ncclAvg);
     if (measured) {
       stepTimes[mode].push_back(slowest);
       waitTimes[mode].push_back(slowestWait);
+      cpuTimes[mode].push_back(meanCpu);
     }
   };
 
@@ -272,13 +287,14 @@ int main(int argc, char** argv) {
   if (me.rank == 0) {
     const double floor = median(stepTimes[kNoSync]);
     std::printf(
-        "\n| ranks | mode | step ms (median) | comm wait ms | vs no sync | vs after backward |\n");
-    std::printf("|---|---|---|---|---|---|\n");
+        "\n| ranks | mode | step ms (median) | comm wait ms | vs no sync | vs after backward "
+        "| CPU ms per rank-step |\n");
+    std::printf("|---|---|---|---|---|---|---|\n");
     for (int mode = 0; mode < kModes; ++mode) {
       const double t = median(stepTimes[mode]);
-      std::printf("| %d | %s | %.1f | %.1f | %.2fx | %.2fx |\n", me.nranks, kModeNames[mode],
+      std::printf("| %d | %s | %.1f | %.1f | %.2fx | %.2fx | %.1f |\n", me.nranks, kModeNames[mode],
                   t * 1e3, median(waitTimes[mode]) * 1e3, t / floor,
-                  t / median(stepTimes[kAfterBackward]));
+                  t / median(stepTimes[kAfterBackward]), median(cpuTimes[mode]) * 1e3);
     }
     // What communication adds to a step beyond compute, and how much of that overlap removes.
     const double exposedAfter = median(stepTimes[kAfterBackward]) - floor;
