@@ -42,8 +42,7 @@ enum class FaultKind : int64_t {
   kMarkedTwice = 2,   ///< gradient marked ready twice in one step
   kNeverMarked = 3,   ///< gradient never marked; detail = how many were not
   kLaunchFailed = 4,  ///< queueing a bucket's allreduce failed; detail = ncclResult_t
-  kStreamFailed = 5,  ///< the stream's work failed; detail = ncclResult_t
-  kHookFailed = 6,    ///< the comm hook failed; gradient = bucket, detail = ncclResult_t
+  kHookFailed = 5,    ///< the comm hook failed; gradient = bucket, detail = ncclResult_t
 };
 
 struct Fault {

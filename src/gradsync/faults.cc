@@ -45,8 +45,6 @@ std::string Engine::describeRemoteFault(int rank, const std::vector<int64_t>& wo
     case FaultKind::kLaunchFailed:
       return who + "queueing the allreduce of bucket " + std::to_string(gradient) + " failed (" +
              ncclGetErrorString(code) + ")";
-    case FaultKind::kStreamFailed:
-      return who + "its communication stream failed (" + ncclGetErrorString(code) + ")";
     case FaultKind::kHookFailed:
       return who + "the comm hook failed on bucket " + std::to_string(gradient) + " (" +
              ncclGetErrorString(code) + ")";

@@ -197,17 +197,23 @@ ncclResult_t Engine::finishSynced() {
   const auto start = std::chrono::steady_clock::now();
   ncclResult_t streamResult = braidStreamSynchronize(stream_);
   if (streamResult != ncclSuccess) {
-    std::string hookProblem;
+    const std::string streamError = ncclGetLastError(comm_);
+    bool hookFailed = false;
     for (const auto& bucket : buckets_) {
-      if (bucket->hookResult != ncclSuccess) {
-        recordFault(FaultKind::kHookFailed, bucket->index, bucket->hookResult, bucket->hookResult,
-                    "the comm hook failed on bucket " + std::to_string(bucket->index) + ": " +
-                        bucket->hookError);
-        break;
-      }
+      if (bucket->hookResult == ncclSuccess) continue;
+      recordFault(FaultKind::kHookFailed, bucket->index, bucket->hookResult, bucket->hookResult,
+                  "the comm hook failed on bucket " + std::to_string(bucket->index) + ": " +
+                      bucket->hookError);
+      hookFailed = true;
+      break;
     }
-    recordFault(FaultKind::kStreamFailed, -1, streamResult, streamResult,
-                std::string("the communication stream failed: ") + ncclGetLastError(comm_));
+    if (!hookFailed) {
+      // A collective failed on the stream: the communicator is failed too, and every peer hears
+      // of it from there (an exchange of faults over it could not run).
+      std::string text = "finish: step " + std::to_string(stepNumber_) + " failed: ";
+      if (fault_) text += fault_.text + "; then ";
+      return failObject(streamResult, text + "the communication stream failed: " + streamError);
+    }
   }
   ncclResult_t agreed = agreeOnStep();
   stats_.finishWaitSeconds =

@@ -37,6 +37,13 @@ TEST(GradSyncAverage, EveryLayoutAndAveragingAtOddRankCounts) {
       s.options = smallBuckets();
       s.options.gradientsAsBucketViews = views;
       s.options.averaging = averaging;
+      s.afterFinalize = [](RankContext& ctx, GradSync& sync) {
+        // Gradients 4 (1031 floats) and 6 (4099 floats) exceed the 4 KiB cap: buckets of one.
+        for (int big : {4, 6})
+          for (const auto& bucket : sync.bucketLayout())
+            if (std::find(bucket.begin(), bucket.end(), big) != bucket.end() && bucket.size() != 1)
+              ctx.fail("gradient " + std::to_string(big) + " shares a bucket");
+      };
       for (int n : {1, 2, 3, 5}) {
         SCOPED_TRACE(std::string(views ? "views" : "copies") + ", " +
                      (averaging == Averaging::kAvgOp ? "ncclAvg" : "premulsum"));

@@ -2,6 +2,10 @@
 // views, the fp16 wire, accumulation and the rebuild; and cross-rank errors that must reach
 // every process instead of leaving one waiting.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
 
 #include "gradsync/gradsync_test_util.h"
 
@@ -83,6 +87,44 @@ TEST(GradSyncProcesses, NeverMarkedFailsEveryRank) {
       },
       quick());
   BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
+// A rank dies in the middle of a step, after its first bucket was queued: the survivors'
+// finish() returns an error (the communicator reports the lost peer) instead of waiting forever.
+TEST(GradSyncProcesses, PeerDyingMidStepIsAnError) {
+  auto report = test::runProcesses(
+      3,
+      [](RankContext& ctx) {
+        ncclComm_t comm = ctx.initComm();
+        if (!comm) return;
+        std::vector<GradSpec> model(4, GradSpec{5000, ncclFloat32});
+        Buffers buffers(model);
+        GradSyncOptions o;
+        o.firstBucketCapBytes = o.bucketCapBytes = 20000;  // one gradient per bucket
+        GradSync sync(comm, o);
+        if (!registerModel(ctx, sync, model, &buffers)) return;
+        sync.markReady(3);
+        sync.markReady(2);
+        if (ctx.rank() == 1) _exit(3);
+        sync.markReady(1);
+        sync.markReady(0);
+        auto start = std::chrono::steady_clock::now();
+        if (sync.finish() == ncclSuccess) ctx.fail("finish succeeded without rank 1");
+        double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        ctx.report("error", sync.lastError());
+        ctx.report("seconds", std::to_string(seconds));
+        // The communicator is broken: abort rather than destroy.
+        ncclCommAbort(comm);
+      },
+      quick());
+  ASSERT_EQ(report.ranks.size(), 3u) << report.describe();
+  EXPECT_EQ(report.ranks[1].outcome, test::Outcome::kExited) << report.describe();
+  for (int r : {0, 2}) {
+    EXPECT_EQ(report.ranks[r].outcome, test::Outcome::kOk) << report.describe();
+    EXPECT_LT(std::stod("0" + report.ranks[r].values["seconds"]), 30.0) << report.describe();
+    std::printf("  rank %d: %s\n", r, report.ranks[r].values["error"].c_str());
+  }
 }
 
 }  // namespace
