@@ -65,32 +65,33 @@ Options parseOptions(int argc, char** argv) {
       }
       return v;
     };
-    if (arg == "--data")
+    if (arg == "--data") {
       o.data = value;
-    else if (arg == "--epochs")
+    } else if (arg == "--epochs") {
       o.epochs = static_cast<int>(number(1, 1000));
-    else if (arg == "--global-batch")
+    } else if (arg == "--global-batch") {
       o.globalBatch = static_cast<int>(number(1, 1 << 20));
-    else if (arg == "--hidden")
+    } else if (arg == "--hidden") {
       o.hidden = static_cast<int>(number(1, 1 << 14));
-    else if (arg == "--lr")
+    } else if (arg == "--lr") {
       o.learningRate = static_cast<float>(number(0, 10));
-    else if (arg == "--momentum")
+    } else if (arg == "--momentum") {
       o.momentum = static_cast<float>(number(0, 1));
-    else if (arg == "--seed")
+    } else if (arg == "--seed") {
       o.seed = static_cast<uint64_t>(number(0, 1e15));
-    else if (arg == "--held-out")
+    } else if (arg == "--held-out") {
       o.heldOut = number(0.01, 0.99);
-    else if (arg == "--wire") {
+    } else if (arg == "--wire") {
       const std::string w = value;
-      if (w == "fp32")
+      if (w == "fp32") {
         o.wire = braid::WireFormat::kNative;
-      else if (w == "fp16")
+      } else if (w == "fp16") {
         o.wire = braid::WireFormat::kFloat16;
-      else if (w == "bf16")
+      } else if (w == "bf16") {
         o.wire = braid::WireFormat::kBFloat16;
-      else
+      } else {
         usage(("--wire " + w + ": expected fp32, fp16 or bf16").c_str());
+      }
     } else {
       usage(("unknown option " + arg).c_str());
     }
