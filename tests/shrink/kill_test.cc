@@ -1,7 +1,8 @@
 // A rank is killed (SIGKILL) in the middle of a stream of large allreduces: rank 0 (which hosts
 // the bootstrap root under NCCL_COMM_ID), a middle rank, or the last. Every survivor gets an
 // error from the allreduce it is in, shrinks with NCCL_SHRINK_ABORT, and the three survivors
-// complete allreduces whose every element is checked. Shared memory, and TCP for one case.
+// complete allreduces whose every element is checked. Shared memory, TCP on one host, and TCP
+// between network namespaces.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -96,6 +97,29 @@ TEST_P(KillAndShrink, SurvivorsContinue) {
     if (r.rank == k.victim) {
       EXPECT_EQ(r.outcome, Outcome::kSignaled) << report.describe();
       EXPECT_EQ(r.signal, SIGKILL) << report.describe();
+    } else {
+      EXPECT_EQ(r.outcome, Outcome::kOk) << report.describe();
+      EXPECT_NE(r.values.count("shrink_s"), 0u) << report.describe();
+    }
+  }
+}
+
+// Rank 0 (hosting the root) killed while ranks talk TCP between two network namespaces (ranks
+// 0 and 2 on one "host", 1 and 3 on the other: shared memory inside, TCP between). Label netns.
+TEST(KillAndShrinkAcrossNamespaces, RankZero) {
+  BRAID_SKIP_WITHOUT_NAMESPACES();
+  test::NamespaceOptions options;
+  options.namespaces = 2;
+  options.env = {{"BRAID_TIMEOUT_S", kTimeoutS}, {"NCCL_ALGO", "Ring"}};
+  options.timeoutS = 90;
+  auto report = test::runInNamespaces(
+      kRanks, [](RankContext& ctx) { killAndShrink(ctx, 0); }, options);
+  if (test::isNamespaceChild()) return;
+  ASSERT_TRUE(report.setupError.empty()) << report.describe();
+  for (const test::RankResult& r : report.ranks) {
+    if (r.rank == 0) {
+      EXPECT_TRUE(r.outcome == Outcome::kSignaled || r.outcome == Outcome::kExited)
+          << report.describe();
     } else {
       EXPECT_EQ(r.outcome, Outcome::kOk) << report.describe();
       EXPECT_NE(r.values.count("shrink_s"), 0u) << report.describe();

@@ -52,6 +52,40 @@ TEST(Nonblocking, InitAllReduceFinalize) {
   BRAID_EXPECT_ALL_RANKS_OK(report);
 }
 
+// Calls queued back to back (outside groups) run in order: three allreduces and a point-to-point
+// ring (each rank sends to the next, receives from the previous; small enough to be buffered),
+// then one settle.
+TEST(Nonblocking, QueuedCallsRunInOrder) {
+  auto report = test::runThreads(3, [](RankContext& ctx) {
+    ncclComm_t comm = nullptr;
+    if (std::string e = initNonblocking(ctx, &comm); !e.empty()) return ctx.fail(e);
+    const int me = ctx.rank(), n = 3;
+    const size_t count = 1021;
+    std::vector<int32_t> send(count), sums[3], ring(count, -7);
+    for (size_t i = 0; i < count; i++) send[i] = contribution(me, i, 0);
+    for (auto& out : sums) out.assign(count, -7);
+    for (auto& out : sums)
+      if (ncclAllReduce(send.data(), out.data(), count, ncclInt32, ncclSum, comm, nullptr) !=
+          ncclInProgress)
+        ctx.fail("a queued allreduce did not return ncclInProgress");
+    if (ncclSend(send.data(), count, ncclInt32, (me + 1) % n, comm, nullptr) != ncclInProgress ||
+        ncclRecv(ring.data(), count, ncclInt32, (me + n - 1) % n, comm, nullptr) != ncclInProgress)
+      ctx.fail("point-to-point on a non-blocking communicator did not return ncclInProgress");
+    if (ncclResult_t s = settle(comm); s != ncclSuccess)
+      return ctx.fail("queued calls settled to " + std::to_string(s) + ": " +
+                      ncclGetLastError(comm));
+    for (size_t i = 0; i < count; i++) {
+      const int32_t sum = contribution(0, i, 0) + contribution(1, i, 0) + contribution(2, i, 0);
+      for (auto& out : sums)
+        if (out[i] != sum) return ctx.fail("allreduce element " + std::to_string(i) + " wrong");
+      if (ring[i] != contribution((me + n - 1) % n, i, 0))
+        return ctx.fail("received element " + std::to_string(i) + " wrong");
+    }
+    ncclCommDestroy(comm);
+  });
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
 // Two non-blocking communicators per rank (the second split from the first), each driven by its
 // own thread at the same time.
 TEST(Nonblocking, TwoCommunicatorsFromTwoThreadsPerRank) {
