@@ -59,9 +59,9 @@ Options parseOptions(int argc, char** argv) {
     auto number = [&](double low, double high) {
       const double v = std::strtod(value, &end);
       if (end == value || *end != '\0' || !(v >= low && v <= high)) {
-        usage((arg + " " + value + ": expected a number in [" + std::to_string(low) + ", " +
-               std::to_string(high) + "]")
-                  .c_str());
+        char range[64];
+        std::snprintf(range, sizeof(range), ": expected a number in [%g, %g]", low, high);
+        usage((arg + " " + value + range).c_str());
       }
       return v;
     };
