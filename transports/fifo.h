@@ -20,7 +20,8 @@ constexpr uint32_t kMaxFifoSlots = 64;
 /// Per-slot descriptor written by the sender before it publishes the slot.
 struct SlotInfo {
   uint32_t bytes;  ///< payload length in this slot
-  uint32_t tag;    ///< fingerprint of the operation that sent it (mismatch detection)
+  uint32_t tag;    ///< 32-bit summary of `op`
+  uint64_t op[3];  ///< the sending operation's fingerprint, opaque here (algorithms/fingerprint.h)
 };
 
 /// Control block at the start of a FIFO's memory; counters on their own cache lines.
@@ -68,8 +69,10 @@ class FifoSender {
   bool closed() const { return ctrl_->closed.load(std::memory_order_relaxed) != 0; }
   LivenessCheck* liveness() const { return peer_; }
   /// Publishes the acquired slot.
-  void post(uint32_t bytes, uint32_t tag) {
-    ctrl_->info[head_ % nslots_] = SlotInfo{bytes, tag};
+  void post(uint32_t bytes, uint32_t tag) { post(SlotInfo{bytes, tag, {}}); }
+  /// Publishes the acquired slot with its full descriptor.
+  void post(const SlotInfo& info) {
+    ctrl_->info[head_ % nslots_] = info;
     head_++;
     ctrl_->head.store(head_, std::memory_order_seq_cst);
     notify(WakeWord{&ctrl_->head, &ctrl_->headSleepers});

@@ -36,6 +36,24 @@ ncclResult_t braidStreamSynchronize(braidStream_t stream);
 /// A non-zero return marks the stream failed with ncclInternalError.
 ncclResult_t braidStreamLaunchHostFunc(braidStream_t stream, int (*fn)(void* arg), void* arg);
 
+/* Diagnosis (docs/diagnosis.md). Every wait of a communicator ends after BRAID_TIMEOUT_S seconds
+ * (default 300); a timed-out call returns ncclRemoteError (NCCL has no timeout code), its
+ * ncclGetLastError text names the peer the rank waited for and the sequence numbers it knows,
+ * and the communicator is marked failed: from then on every call on it returns the same error
+ * except ncclCommAbort, ncclCommDestroy and the queries (ncclCommGetAsyncError, Count, UserRank). */
+
+/// Overrides BRAID_TIMEOUT_S for the later operations of `comm` (collectives, point-to-point,
+/// barriers). `seconds` must be finite and >= 0; 0 means no deadline. Call it between operations,
+/// not while another thread has a call in progress on `comm`. Bootstrap exchanges (ncclCommSplit)
+/// keep the timeout the communicator was created with.
+ncclResult_t braidCommSetTimeout(ncclComm_t comm, double seconds);
+/// The timeout in force for `comm`'s operations, in seconds (0: none).
+ncclResult_t braidCommGetTimeout(ncclComm_t comm, double* seconds);
+/// Writes `comm`'s flight recorder (its last BRAID_FLIGHT_RECORDER_SIZE operations and the last
+/// sequence number heard from each peer) to the log (NCCL_DEBUG_FILE or stderr), whatever the
+/// NCCL_DEBUG level. Safe to call while another thread is blocked in a call on `comm`.
+ncclResult_t braidCommDumpFlightRecorder(ncclComm_t comm);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "algorithms/fingerprint.h"
 #include "kernels/reduce.h"
 #include "nccl.h"
 
@@ -22,8 +23,8 @@ struct CollArgs {
   size_t elemSize = 0;
   kernels::ReduceOp op;  ///< resolved op (avg/premulsum already folded in)
   int root = 0;
-  bool reduction = true;  ///< false: data is copied, never combined (broadcast, allgather)
-  uint32_t tag = 0;       ///< fingerprint every slot of this operation carries
+  bool reduction = true;    ///< false: data is copied, never combined (broadcast, allgather)
+  Fingerprint fingerprint;  ///< what every slot of this operation carries (set when it runs)
 };
 
 class Algorithm {

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <thread>
 
+#include "algorithms/fingerprint.h"
 #include "kernels/reduce.h"
 #include "util/clock.h"
 #include "util/futex.h"
@@ -16,16 +18,24 @@ namespace {
 
 struct Progress {
   const P2pOp* op;
-  uint32_t tag;
+  Fingerprint fingerprint;  ///< a Send's: {seq, bytes, receiver}; the receiver expects the same
   size_t done = 0;
   bool finished = false;
 };
 
-uint32_t p2pTag(uint64_t seq, size_t bytes) {
-  uint64_t h =
-      0x9e3779b97f4a7c15ull ^ (seq * 0xff51afd7ed558ccdull) ^ (bytes * 0xc4ceb9fe1a85ec53ull);
-  h ^= h >> 29;
-  return static_cast<uint32_t>(h ^ (h >> 32)) | 1u;  // odd: never equal to a zero tag
+// The transfers still pending when a batch gives up, named for the error text.
+std::string pendingTransfers(const std::vector<Progress>& work) {
+  std::string s;
+  int named = 0;
+  for (const Progress& p : work) {
+    if (p.finished) continue;
+    if (named++ == 8) return s + ", ...";
+    if (!s.empty()) s += ", ";
+    s += (p.op->isSend ? "send to rank " : "receive from rank ") + std::to_string(p.op->peer) +
+         " #" + std::to_string(p.fingerprint.seq()) + " (" + std::to_string(p.done) + " of " +
+         std::to_string(p.op->bytes) + " bytes)";
+  }
+  return s;
 }
 
 // Sends to self are matched with receives from self in order and copied directly.
@@ -48,7 +58,7 @@ ncclResult_t runSelf(const std::vector<P2pOp>& ops, int self) {
 
 }  // namespace
 
-ncclResult_t runP2pBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
+static ncclResult_t runBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
   BRAID_TRY(runSelf(ops, comm.rank));
   std::vector<Progress> work;
   for (const P2pOp& op : ops) {
@@ -59,8 +69,8 @@ ncclResult_t runP2pBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
       return fail(ncclInvalidUsage,
                   "rank %d has no connection to rank %d (BRAID_CONNECT=neighbours?)", comm.rank,
                   op.peer);
-    uint64_t seq = op.isSend ? comm.p2pSendSeq[op.peer]++ : comm.p2pRecvSeq[op.peer]++;
-    work.push_back(Progress{&op, p2pTag(seq, op.bytes)});
+    uint64_t seq = op.isSend ? ++comm.p2pSendSeq[op.peer] : ++comm.p2pRecvSeq[op.peer];
+    work.push_back(Progress{&op, sendFingerprint(seq, op.bytes, op.isSend ? op.peer : comm.rank)});
   }
   const size_t slot = comm.config.slotBytes;
   Deadline deadline = Deadline::after(comm.policy.timeoutS);
@@ -77,19 +87,15 @@ ncclResult_t runP2pBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
         void* s;
         if (!f.tryAcquire(&s)) continue;
         kernels::copy(s, nullptr, op.src + p.done, len);
-        f.post(static_cast<uint32_t>(len), p.tag);
+        f.post(slotInfo(static_cast<uint32_t>(len), p.fingerprint));
       } else {
         FifoReceiver& f = comm.recvFrom[op.peer]->fifo();
         const void* s;
         SlotInfo info;
         if (!f.tryWait(&s, &info)) continue;
-        if (info.tag != p.tag || info.bytes != len)
-          return fail(
-              ncclInvalidUsage,
-              "point-to-point mismatch: rank %d expected %zu bytes from rank %d (a chunk of "
-              "%zu) but received a chunk of %u bytes of another transfer: the ranks' send "
-              "and receive counts differ",
-              comm.rank, op.bytes, op.peer, len, info.bytes);
+        if (fingerprintOf(info) != p.fingerprint || info.bytes != len)
+          return fail(ncclInvalidUsage, "%s",
+                      describeMismatch(comm.rank, p.fingerprint, len, op.peer, info).c_str());
         kernels::copy(op.dst + p.done, nullptr, s, len);
         f.release();
       }
@@ -113,10 +119,12 @@ ncclResult_t runP2pBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
     if (comm.abortFlag.load())
       return fail(ncclInvalidUsage, "point-to-point: communicator aborted");
     if (deadline.expired())
-      return fail(
-          ncclRemoteError,
-          "point-to-point: timed out after %.1f s (BRAID_TIMEOUT_S) with %zu transfers pending",
-          comm.policy.timeoutS, remaining);
+      return fail(ncclRemoteError,
+                  "point-to-point: timed out after %.1f s (BRAID_TIMEOUT_S) on rank %d with %zu "
+                  "transfers pending: %s (collectives: this rank at #%llu; peers: %s)",
+                  comm.policy.timeoutS, comm.rank, remaining, pendingTransfers(work).c_str(),
+                  static_cast<unsigned long long>(comm.opCount),
+                  comm.recorder.peerSummary().c_str());
     if (idle % 64 == 0) {
       for (Progress& p : work) {
         if (p.finished) continue;
@@ -132,6 +140,16 @@ ncclResult_t runP2pBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
       std::this_thread::sleep_for(std::chrono::microseconds(sleepUs));
   }
   return ncclSuccess;
+}
+
+ncclResult_t runP2pBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
+  uint64_t bytes = 0;
+  for (const P2pOp& op : ops) bytes += op.bytes;
+  const int64_t entry = comm.recorder.begin(0, "Send/Recv", bytes, "p2p");
+  ncclResult_t r = runBatch(comm, ops);
+  comm.recorder.setState(entry, r == ncclSuccess ? OpState::kDone : OpState::kFailed);
+  if (r != ncclSuccess) comm.recorder.dumpOnFirstFailure(lastError());
+  return r;
 }
 
 }  // namespace braid

@@ -1,5 +1,8 @@
 #include "algorithms/primitives.h"
 
+#include <cstring>
+#include <string>
+
 #include "util/status.h"
 
 namespace braid {
@@ -15,6 +18,7 @@ Primitives::Primitives(ncclComm& comm, const CollArgs& args, std::span<const int
   }
   for (int p : sendPeers) {
     if (p < 0) continue;
+    sendPeer_[nsend_] = p;
     send_[nsend_++] = &comm.sendTo[p]->fifo();
   }
   // Steps stay multiples of 64 bytes so the kernels see aligned vectors after the first step.
@@ -23,29 +27,57 @@ Primitives::Primitives(ncclComm& comm, const CollArgs& args, std::span<const int
 }
 
 ncclResult_t Primitives::acquireSends(size_t) {
-  for (int i = 0; i < nsend_; i++) BRAID_TRY(send_[i]->acquire(comm_.policy, &sendSlot_[i]));
-  return ncclSuccess;
-}
-
-ncclResult_t Primitives::waitRecvs(size_t n) {
-  for (int i = 0; i < nrecv_; i++) {
-    SlotInfo info;
-    BRAID_TRY(recv_[i]->wait(comm_.policy, &recvSlot_[i], &info));
-    if (info.tag != args_.tag || info.bytes != n * args_.elemSize)
-      return fail(
-          ncclInvalidUsage,
-          "operation mismatch: rank %d received %u bytes of operation tag %08x from rank %d "
-          "while running %s #%llu (tag %08x, expecting %zu bytes): the ranks called "
-          "different collectives, counts, types, ops or roots",
-          comm_.rank, info.bytes, info.tag, recvPeer_[i], collName(args_.coll),
-          static_cast<unsigned long long>(comm_.opCount), args_.tag, n * args_.elemSize);
+  for (int i = 0; i < nsend_; i++) {
+    if (ncclResult_t r = send_[i]->acquire(comm_.policy, &sendSlot_[i]); r != ncclSuccess)
+      return describeStall(r, sendPeer_[i], true);
   }
   return ncclSuccess;
 }
 
+ncclResult_t Primitives::waitRecvs(size_t n) {
+  const size_t bytes = n * args_.elemSize;
+  for (int i = 0; i < nrecv_; i++) {
+    SlotInfo info;
+    if (ncclResult_t r = recv_[i]->wait(comm_.policy, &recvSlot_[i], &info); r != ncclSuccess)
+      return describeStall(r, recvPeer_[i], false);
+    // The fingerprint check: three compares per slot, the sender's call named on a mismatch.
+    if (fingerprintOf(info) != args_.fingerprint || info.bytes != bytes)
+      return fail(
+          ncclInvalidUsage, "%s",
+          describeMismatch(comm_.rank, args_.fingerprint, bytes, recvPeer_[i], info).c_str());
+    comm_.recorder.notePeerSeq(recvPeer_[i], info.op[0]);
+  }
+  return ncclSuccess;
+}
+
+// A wait that failed (timeout, abort, dead peer): say which peer it was on, where this rank
+// stands, what it last heard from each peer and (memory transports) which peers have not read
+// what this rank sent them, so a hang report points at the rank that is missing.
+ncclResult_t Primitives::describeStall(ncclResult_t code, int peer, bool sending) {
+  const unsigned long long mine = args_.fingerprint.seq();
+  const uint64_t theirs = comm_.recorder.peerSeq(peer);
+  std::string last = theirs ? "at #" + std::to_string(theirs) : std::string("never");
+  std::string unread;
+  for (size_t p = 0; p < comm_.sendTo.size(); p++) {
+    // A same-process peer's FIFO belongs to that peer, which may already have been destroyed.
+    if (!comm_.sendTo[p] || strcmp(comm_.sendTo[p]->transportName(), "local") == 0) continue;
+    const FifoControl* c = comm_.sendTo[p]->fifo().control();
+    uint32_t pending =
+        c->head.load(std::memory_order_relaxed) - c->tail.load(std::memory_order_relaxed);
+    if (pending == 0) continue;
+    unread += (unread.empty() ? "" : ", ") + std::string("rank ") + std::to_string(p) + " (" +
+              std::to_string(pending) + " slots)";
+  }
+  if (!unread.empty()) unread = "; not yet read by " + unread;
+  addContext(code, "rank %d at #%llu %s rank %d (last heard from %s; peers: %s%s)", comm_.rank,
+             mine, sending ? "cannot send: no free slot towards" : "is waiting for data from", peer,
+             last.c_str(), comm_.recorder.peerSummary().c_str(), unread.c_str());
+  return code;
+}
+
 void Primitives::postSends(size_t n) {
-  for (int i = 0; i < nsend_; i++)
-    send_[i]->post(static_cast<uint32_t>(n * args_.elemSize), args_.tag);
+  const SlotInfo info = slotInfo(static_cast<uint32_t>(n * args_.elemSize), args_.fingerprint);
+  for (int i = 0; i < nsend_; i++) send_[i]->post(info);
 }
 
 void Primitives::releaseRecvs() {

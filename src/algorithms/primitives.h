@@ -41,12 +41,14 @@ class Primitives {
   ncclResult_t waitRecvs(size_t n);
   void postSends(size_t n);
   void releaseRecvs();
+  ncclResult_t describeStall(ncclResult_t code, int peer, bool sending);
 
   ncclComm& comm_;
   const CollArgs& args_;
   FifoReceiver* recv_[2] = {};
   FifoSender* send_[2] = {};
   int recvPeer_[2] = {-1, -1};
+  int sendPeer_[2] = {-1, -1};
   int nrecv_ = 0;
   int nsend_ = 0;
   void* sendSlot_[2] = {};

@@ -44,26 +44,10 @@ bool allowedBySpec(const std::string& spec, const char* name) {
   return exclude ? !listed : listed;
 }
 
-uint32_t fingerprint(const ncclComm& comm, const CollArgs& a) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](uint64_t v) {
-    for (int i = 0; i < 8; i++) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
-  };
-  mix(comm.opCount);
-  mix(static_cast<uint64_t>(a.coll));
-  mix(a.count);
-  mix(static_cast<uint64_t>(a.op.dtype));
-  mix(static_cast<uint64_t>(a.op.op) | (uint64_t(a.op.preMul) << 8) |
-      (uint64_t(a.op.postDiv) << 16));
-  mix(static_cast<uint64_t>(a.root));
-  return static_cast<uint32_t>(h ^ (h >> 32));
-}
-
 }  // namespace
 
 ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
   comm.opCount++;
-  args.tag = fingerprint(comm, args);
   const auto& algos = algorithmsFor(args.coll);
   std::string spec = algoSpecFor(comm.config.algo, args.coll);
   const Algorithm* chosen = nullptr;
@@ -90,11 +74,16 @@ ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
              collName(args.coll), static_cast<unsigned long long>(comm.opCount), args.sendbuff,
              args.recvbuff, args.count, args.op.dtype, static_cast<int>(args.op.op), args.root,
              static_cast<void*>(&comm), comm.nranks, chosen->name());
+  args.fingerprint = collectiveFingerprint(comm.opCount, args, chosen->name());
+  const int64_t entry =
+      comm.recorder.begin(comm.opCount, collName(args.coll), bytes, chosen->name());
   ncclResult_t r = chosen->run(args, comm);
+  comm.recorder.setState(entry, r == ncclSuccess ? OpState::kDone : OpState::kFailed);
   if (r != ncclSuccess) {
     addContext(r, "rank %d: %s #%llu (%s)", comm.rank, collName(args.coll),
                static_cast<unsigned long long>(comm.opCount), chosen->name());
     commSetError(&comm, r, lastError());
+    comm.recorder.dumpOnFirstFailure(lastError());
   }
   return r;
 }

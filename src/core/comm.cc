@@ -152,6 +152,8 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   UniqueIdFields f;
   memcpy(&f, id.internal, sizeof(f));
   comm->commHash = f.nonce;
+  comm->recorder.configure(comm->config.flightRecorderSize, rank, nranks, comm->commHash, comm);
+  if (comm->config.sigusr1Dump) installSignalDump();
 
   TransportContext ctx;
   ctx.rank = rank;

@@ -25,6 +25,15 @@ ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
     if (c.transports.empty()) c.transports = {"local", "tcp"};
     std::erase(c.transports, std::string("shm"));
   }
+  const int64_t recorder = envInt("BRAID_FLIGHT_RECORDER_SIZE", 64);
+  if (recorder < 0 || recorder > (1 << 20))
+    return fail(ncclInvalidArgument, "BRAID_FLIGHT_RECORDER_SIZE=%lld: must be in [0, 1048576]",
+                static_cast<long long>(recorder));
+  c.flightRecorderSize = static_cast<size_t>(recorder);
+  c.sigusr1Dump = envInt("BRAID_SIGUSR1_DUMP", 0) == 1;
+  if (c.timeoutS < 0)
+    return fail(ncclInvalidArgument, "BRAID_TIMEOUT_S=%.0f: must be >= 0 (0: no deadline)",
+                c.timeoutS);
   if (c.nslots < 2 || c.nslots > 64)
     return fail(ncclInvalidArgument, "BRAID_NSLOTS=%u: must be in [2, 64]", c.nslots);
   if (c.slotBytes < 4096 || c.slotBytes > (64u << 20) || c.slotBytes % 64 != 0)

@@ -23,6 +23,8 @@ struct CommConfig {
   bool connectNeighboursOnly = false;   ///< BRAID_CONNECT=neighbours: ring/tree peers only
   int blocking = 1;                     ///< ncclConfig_t.blocking
   std::string commName;                 ///< ncclConfig_t.commName
+  size_t flightRecorderSize = 64;       ///< BRAID_FLIGHT_RECORDER_SIZE: operations kept (0: off)
+  bool sigusr1Dump = false;  ///< BRAID_SIGUSR1_DUMP=1: SIGUSR1 dumps every flight recorder
 };
 
 /// Reads the environment and validates/applies `config` (which may be null).

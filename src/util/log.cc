@@ -1,9 +1,11 @@
 #include "util/log.h"
 
+#include <pthread.h>
 #include <strings.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -66,35 +68,50 @@ std::string expandFileName(const char* pattern, const char* host) {
   return out;
 }
 
+void readConfig(LogConfig& cfg) {
+  cfg = LogConfig();
+  gethostname(cfg.host, sizeof(cfg.host) - 1);
+  if (char* dot = strchr(cfg.host, '.')) *dot = 0;
+  const char* lvl = getenv("NCCL_DEBUG");
+  if (lvl) {
+    if (!strcasecmp(lvl, "VERSION"))
+      cfg.level = kLogVersion;
+    else if (!strcasecmp(lvl, "WARN"))
+      cfg.level = kLogWarn;
+    else if (!strcasecmp(lvl, "INFO"))
+      cfg.level = kLogInfo;
+    else if (!strcasecmp(lvl, "ABORT"))
+      cfg.level = kLogAbort;
+    else if (!strcasecmp(lvl, "TRACE"))
+      cfg.level = kLogTrace;
+  }
+  cfg.subsys |= kSubsysColl;
+  if (const char* sub = getenv("NCCL_DEBUG_SUBSYS")) cfg.subsys = parseSubsys(sub);
+  if (const char* f = getenv("NCCL_DEBUG_FILE"); f && cfg.level > kLogNone) {
+    std::string name = expandFileName(f, cfg.host);
+    if (FILE* fp = fopen(name.c_str(), "w")) {
+      setvbuf(fp, nullptr, _IOLBF, 0);
+      cfg.file = fp;
+    }
+  }
+}
+
+// A forked child reads the environment again on its next log call: it may set NCCL_DEBUG* for
+// itself, and NCCL_DEBUG_FILE's %p must name its own pid, not its parent's file.
+std::atomic<bool> forkedSinceRead{false};
+
 LogConfig& config() {
   static LogConfig cfg;
   static std::once_flag once;
   std::call_once(once, [] {
-    gethostname(cfg.host, sizeof(cfg.host) - 1);
-    if (char* dot = strchr(cfg.host, '.')) *dot = 0;
-    const char* lvl = getenv("NCCL_DEBUG");
-    if (lvl) {
-      if (!strcasecmp(lvl, "VERSION"))
-        cfg.level = kLogVersion;
-      else if (!strcasecmp(lvl, "WARN"))
-        cfg.level = kLogWarn;
-      else if (!strcasecmp(lvl, "INFO"))
-        cfg.level = kLogInfo;
-      else if (!strcasecmp(lvl, "ABORT"))
-        cfg.level = kLogAbort;
-      else if (!strcasecmp(lvl, "TRACE"))
-        cfg.level = kLogTrace;
-    }
-    cfg.subsys |= kSubsysColl;
-    if (const char* sub = getenv("NCCL_DEBUG_SUBSYS")) cfg.subsys = parseSubsys(sub);
-    if (const char* f = getenv("NCCL_DEBUG_FILE"); f && cfg.level > kLogNone) {
-      std::string name = expandFileName(f, cfg.host);
-      if (FILE* fp = fopen(name.c_str(), "w")) {
-        setvbuf(fp, nullptr, _IOLBF, 0);
-        cfg.file = fp;
-      }
-    }
+    readConfig(cfg);
+    pthread_atfork(nullptr, nullptr, [] { forkedSinceRead.store(true); });
   });
+  if (forkedSinceRead.load(std::memory_order_relaxed) && forkedSinceRead.exchange(false)) {
+    // The child's first log call: it normally comes before the child starts threads of its own.
+    if (cfg.file != stderr) fclose(cfg.file);
+    readConfig(cfg);
+  }
   return cfg;
 }
 

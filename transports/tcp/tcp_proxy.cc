@@ -13,10 +13,8 @@
 
 namespace braid {
 namespace {
-struct WireHeader {
-  uint32_t bytes;
-  uint32_t tag;
-};
+// Every slot travels as its descriptor (payload length and operation fingerprint), then payload.
+using WireHeader = SlotInfo;
 std::mutex failureMutex;
 }  // namespace
 
@@ -81,8 +79,7 @@ ncclResult_t TcpProxy::sendLoop() {
     SlotInfo info;
     BRAID_TRY(local.wait(policy, &slot, &info));
     int fd = fds_[k++ % fds_.size()];
-    WireHeader h{info.bytes, info.tag};
-    BRAID_TRY(sendAll(fd, &h, sizeof(h), never, &stop_));
+    BRAID_TRY(sendAll(fd, &info, sizeof(info), never, &stop_));
     if (info.bytes) BRAID_TRY(sendAll(fd, slot, info.bytes, never, &stop_));
     local.release();
   }
@@ -103,7 +100,7 @@ ncclResult_t TcpProxy::receiveLoop() {
       return fail(ncclRemoteError, "malformed frame: %u bytes in a %zu-byte slot", h.bytes,
                   local.slotBytes());
     if (h.bytes) BRAID_TRY(recvAll(fd, slot, h.bytes, never, &stop_));
-    local.post(h.bytes, h.tag);
+    local.post(h);
   }
 }
 

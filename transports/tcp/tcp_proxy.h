@@ -1,6 +1,7 @@
 // A TCP connection's proxy thread: it drains a local FIFO into sockets (send side) or fills a
-// local FIFO from sockets (receive side). Slot k travels on socket k % nsockets, with an 8-byte
-// header {bytes, tag}; both sides walk the slots in the same order, so no reordering is needed.
+// local FIFO from sockets (receive side). Slot k travels on socket k % nsockets, with a 32-byte
+// header (SlotInfo: bytes, tag, operation fingerprint); both sides walk the slots in the same
+// order, so no reordering is needed.
 #pragma once
 
 #include <atomic>

@@ -1,0 +1,130 @@
+#include "algorithms/fingerprint.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "algorithms/algorithm.h"
+
+namespace braid {
+namespace {
+
+// Third word: kind (bits 0-7), datatype (8-15), op (16-23), algorithm (24-31), root or peer
+// (32-63).
+constexpr uint64_t kNoOp = 0xff;  // data is copied, not combined (broadcast, allgather, send)
+constexpr uint64_t kOpAvg = 4;    // ncclAvg's value; resolved ops keep it in the postDiv field
+constexpr uint64_t kOpPreMulSum = 5;
+
+constexpr uint64_t kAlgoMask = uint64_t(0xff) << 24;
+const char* const kAlgoNames[] = {"", "Ring", "Tree", "Self"};
+
+uint64_t packWord2(OpKind kind, int dtype, uint64_t op, uint64_t algo, int rootOrPeer) {
+  return static_cast<uint64_t>(kind) | (static_cast<uint64_t>(dtype & 0xff) << 8) | (op << 16) |
+         (algo << 24) | (static_cast<uint64_t>(static_cast<uint32_t>(rootOrPeer)) << 32);
+}
+
+uint64_t algoId(const char* name) {
+  for (uint64_t i = 1; i < sizeof(kAlgoNames) / sizeof(kAlgoNames[0]); i++)
+    if (name && strcmp(name, kAlgoNames[i]) == 0) return i;
+  return 0;
+}
+
+const char* kindName(OpKind k) {
+  static const char* const kNames[] = {"AllReduce", "Broadcast",     "Reduce",
+                                       "AllGather", "ReduceScatter", "Send"};
+  size_t i = static_cast<size_t>(k);
+  return i < sizeof(kNames) / sizeof(kNames[0]) ? kNames[i] : "unknown";
+}
+
+const char* dtypeName(int dtype) {
+  static const char* const kNames[] = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
+                                       "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
+  return dtype >= 0 && dtype < 12 ? kNames[dtype] : "unknown-type";
+}
+
+const char* opName(uint64_t op) {
+  static const char* const kNames[] = {"sum", "prod", "max", "min", "avg", "premulsum"};
+  return op < 6 ? kNames[op] : "unknown-op";
+}
+
+bool isRooted(OpKind k) {
+  return k == OpKind::kBroadcast || k == OpKind::kReduce;
+}
+
+}  // namespace
+
+Fingerprint collectiveFingerprint(uint64_t seq, const CollArgs& args, const char* algorithm) {
+  uint64_t op = kNoOp;
+  if (args.reduction) {
+    if (args.op.preMul)
+      op = kOpPreMulSum;
+    else if (args.op.postDiv > 1)
+      op = kOpAvg;
+    else
+      op = static_cast<uint64_t>(args.op.op);
+  }
+  Fingerprint f;
+  f.words[0] = seq;
+  f.words[1] = args.count;
+  f.words[2] =
+      packWord2(static_cast<OpKind>(args.coll), args.op.dtype, op, algoId(algorithm), args.root);
+  return f;
+}
+
+Fingerprint sendFingerprint(uint64_t seq, size_t bytes, int to) {
+  Fingerprint f;
+  f.words[0] = seq;
+  f.words[1] = bytes;
+  f.words[2] = packWord2(OpKind::kSend, 0, kNoOp, 0, to);
+  return f;
+}
+
+std::string describeCall(const Fingerprint& f, bool asReceiver, int sender, bool withAlgorithm) {
+  const OpKind kind = f.kind();
+  const int dtype = static_cast<int>((f.words[2] >> 8) & 0xff);
+  const uint64_t op = (f.words[2] >> 16) & 0xff;
+  const int rootOrPeer = static_cast<int>(static_cast<uint32_t>(f.words[2] >> 32));
+  const unsigned long long seq = f.words[0], count = f.words[1];
+  char buf[160];
+  if (kind == OpKind::kSend) {
+    if (asReceiver)
+      snprintf(buf, sizeof(buf), "Recv(bytes=%llu,peer=%d) #%llu", count, sender, seq);
+    else
+      snprintf(buf, sizeof(buf), "Send(bytes=%llu,peer=%d) #%llu", count, rootOrPeer, seq);
+    return buf;
+  }
+  int n = snprintf(buf, sizeof(buf), "%s(count=%llu,%s", kindName(kind), count, dtypeName(dtype));
+  if (op != kNoOp && n > 0 && static_cast<size_t>(n) < sizeof(buf))
+    n += snprintf(buf + n, sizeof(buf) - n, ",%s", opName(op));
+  if (isRooted(kind) && n > 0 && static_cast<size_t>(n) < sizeof(buf))
+    n += snprintf(buf + n, sizeof(buf) - n, ",root=%d", rootOrPeer);
+  if (n > 0 && static_cast<size_t>(n) < sizeof(buf))
+    n += snprintf(buf + n, sizeof(buf) - n, ") #%llu", seq);
+  const uint64_t algo = (f.words[2] & kAlgoMask) >> 24;
+  if (withAlgorithm && n > 0 && static_cast<size_t>(n) < sizeof(buf))
+    snprintf(buf + n, sizeof(buf) - n, " with %s",
+             algo < sizeof(kAlgoNames) / sizeof(kAlgoNames[0]) && algo ? kAlgoNames[algo] : "?");
+  return buf;
+}
+
+std::string describeMismatch(int rank, const Fingerprint& mine, size_t myBytes, int peer,
+                             const SlotInfo& theirs) {
+  Fingerprint other = fingerprintOf(theirs);
+  // Calls that differ only in the algorithm: NCCL_ALGO is set differently on the two ranks.
+  Fingerprint a = mine, b = other;
+  a.words[2] &= ~kAlgoMask;
+  b.words[2] &= ~kAlgoMask;
+  const bool algoOnly = a == b && !(mine == other);
+  std::string me = describeCall(mine, mine.kind() == OpKind::kSend, peer, algoOnly);
+  std::string text = "operation mismatch: rank " + std::to_string(rank) + " called " + me +
+                     " but rank " + std::to_string(peer) + " called " +
+                     describeCall(other, false, -1, algoOnly);
+  if (algoOnly) text += " (NCCL_ALGO differs between the ranks)";
+  if (other == mine)
+    text += " in slots of a different size (rank " + std::to_string(rank) + " expects " +
+            std::to_string(myBytes) + " bytes, rank " + std::to_string(peer) + " sent " +
+            std::to_string(theirs.bytes) +
+            "): NCCL_ALGO, BRAID_SLOT_BYTES or BRAID_NSLOTS differ between the ranks";
+  return text;
+}
+
+}  // namespace braid
