@@ -1,9 +1,12 @@
-// Ranks that disagree (label multiproc): calls whose count, datatype or op differ between ranks,
-// and a rank that aborts or never calls while the others wait. Braid must answer with an error
-// within BRAID_TIMEOUT_S, never with a silently wrong result or a hang.
+// Ranks that disagree (label multiproc): calls whose count, datatype, op, root or collective
+// differ between ranks, and a rank that aborts or never calls while the others wait. Braid must
+// answer with an error within BRAID_TIMEOUT_S, never with a silently wrong result or a hang, and
+// a rank that receives the other call's data must name both calls ("rank 1 called
+// AllReduce(count=8192,float,sum) #3 but rank 0 called AllReduce(count=4096,float,sum) #3").
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -115,6 +118,164 @@ TEST(Absent, ARankThatAbortsLeavesTheOthersWithATimeout) {
       options("shm", "Ring"));
   BRAID_EXPECT_ALL_RANKS_OK(report);
 }
+
+// --- The message names both calls ---------------------------------------------------------
+
+// One rank's call in a named-mismatch scenario, and how the library must describe it.
+struct Call {
+  const char* coll;  // "AllReduce", "Reduce", "Broadcast", "Send", "Recv", "None"
+  size_t count;
+  ncclDataType_t dtype;
+  ncclRedOp_t op;
+  int root;  // root, or peer for Send/Recv
+  const char* described;
+};
+
+struct Named {
+  const char* name;
+  int agreeing;  // matching allreduces every rank runs first (so the mismatch is #agreeing+1)
+  Call call[3];  // rank 0, 1, 2
+};
+
+// The descriptions are the library's format written out by hand: the test fails if the text
+// changes, if a field is dropped, or if the wrong calls are named.
+const Named kNamed[] = {
+    {"Count",
+     2,
+     {{"AllReduce", 4096, ncclFloat32, ncclSum, 0, "AllReduce(count=4096,float,sum) #3"},
+      {"AllReduce", 8192, ncclFloat32, ncclSum, 0, "AllReduce(count=8192,float,sum) #3"},
+      {"AllReduce", 8192, ncclFloat32, ncclSum, 0, "AllReduce(count=8192,float,sum) #3"}}},
+    {"DataType",
+     0,
+     {{"AllReduce", 1000, ncclInt32, ncclSum, 0, "AllReduce(count=1000,int32,sum) #1"},
+      {"AllReduce", 1000, ncclFloat32, ncclSum, 0, "AllReduce(count=1000,float,sum) #1"},
+      {"AllReduce", 1000, ncclFloat32, ncclSum, 0, "AllReduce(count=1000,float,sum) #1"}}},
+    {"Op",
+     0,
+     {{"AllReduce", 1000, ncclFloat64, ncclMax, 0, "AllReduce(count=1000,double,max) #1"},
+      {"AllReduce", 1000, ncclFloat64, ncclSum, 0, "AllReduce(count=1000,double,sum) #1"},
+      {"AllReduce", 1000, ncclFloat64, ncclSum, 0, "AllReduce(count=1000,double,sum) #1"}}},
+    {"Root",
+     1,
+     {{"Reduce", 513, ncclInt64, ncclMin, 0, "Reduce(count=513,int64,min,root=0) #2"},
+      {"Reduce", 513, ncclInt64, ncclMin, 1, "Reduce(count=513,int64,min,root=1) #2"},
+      {"Reduce", 513, ncclInt64, ncclMin, 1, "Reduce(count=513,int64,min,root=1) #2"}}},
+    {"Collective",
+     0,
+     {{"AllReduce", 777, ncclFloat32, ncclSum, 0, "AllReduce(count=777,float,sum) #1"},
+      {"Broadcast", 777, ncclFloat32, ncclSum, 1, "Broadcast(count=777,float,root=1) #1"},
+      {"Broadcast", 777, ncclFloat32, ncclSum, 1, "Broadcast(count=777,float,root=1) #1"}}},
+    {"SendRecvBytes",
+     0,
+     {{"Send", 1024, ncclFloat32, ncclSum, 1, "Send(bytes=4096,peer=1) #1"},
+      {"Recv", 2048, ncclFloat32, ncclSum, 0, "Recv(bytes=8192,peer=0) #1"},
+      {"None", 0, ncclFloat32, ncclSum, 0, ""}}},
+};
+
+ncclResult_t issue(const Call& c, std::vector<double>& buf, ncclComm_t comm) {
+  void* p = buf.data();
+  if (!strcmp(c.coll, "AllReduce")) return ncclAllReduce(p, p, c.count, c.dtype, c.op, comm, 0);
+  if (!strcmp(c.coll, "Reduce")) return ncclReduce(p, p, c.count, c.dtype, c.op, c.root, comm, 0);
+  if (!strcmp(c.coll, "Broadcast")) return ncclBroadcast(p, p, c.count, c.dtype, c.root, comm, 0);
+  if (!strcmp(c.coll, "Send")) return ncclSend(p, c.count, c.dtype, c.root, comm, 0);
+  if (!strcmp(c.coll, "Recv")) return ncclRecv(p, c.count, c.dtype, c.root, comm, 0);
+  return ncclSuccess;
+}
+
+// The exact sentence rank `me` must write when it received `peer`'s data.
+std::string namedSentence(const Named& n, int me, int peer) {
+  return "operation mismatch: rank " + std::to_string(me) + " called " + n.call[me].described +
+         " but rank " + std::to_string(peer) + " called " + n.call[peer].described;
+}
+
+struct NamedCase {
+  Named scenario;
+  RankShape shape;
+  const char* transports;
+};
+
+void PrintTo(const NamedCase& c, std::ostream* os) {
+  *os << c.scenario.name << "/" << shapeName(c.shape) << "/" << c.transports;
+}
+
+class NamedMismatch : public ::testing::TestWithParam<NamedCase> {};
+
+TEST_P(NamedMismatch, TheDetectingRankNamesBothCalls) {
+  const NamedCase c = GetParam();
+  const Named n = c.scenario;
+  RunOptions o;
+  o.env = {{"NCCL_SOCKET_IFNAME", "lo"},
+           {"BRAID_TIMEOUT_S", "4"},
+           {"BRAID_TRANSPORTS", c.transports},
+           {"NCCL_ALGO", "Ring"},
+           {"BRAID_SLOT_BYTES", "4096"}};
+  o.timeoutS = 60;
+  auto body = [n](RankContext& ctx) {
+    ncclComm_t comm = ctx.initComm();
+    if (!comm) return;
+    // Agreeing calls first, checked exactly, so the mismatch has a sequence number > 1.
+    for (int i = 0; i < n.agreeing; i++) {
+      std::vector<int32_t> v(7);
+      for (int k = 0; k < 7; k++) v[k] = ctx.rank() * 10 + k;
+      if (ncclAllReduce(v.data(), v.data(), 7, ncclInt32, ncclSum, comm, 0) != ncclSuccess) {
+        ctx.fail(std::string("agreeing allreduce failed: ") + ncclGetLastError(comm));
+        ncclCommAbort(comm);
+        return;
+      }
+      for (int k = 0; k < 7; k++)
+        if (v[k] != 30 + 3 * k) ctx.fail("agreeing allreduce: wrong element " + std::to_string(k));
+    }
+    std::vector<double> buf(8192, 1.0);
+    double start = now();
+    ncclResult_t r = issue(n.call[ctx.rank()], buf, comm);
+    ctx.report("seconds", std::to_string(now() - start));
+    ctx.report("result", std::to_string(r));
+    ctx.report("error", r == ncclSuccess ? "" : ncclGetLastError(comm));
+    // A rank whose part succeeded (a sender) leaves gracefully, so what it sent (over TCP: still
+    // in its proxy's queue) reaches the peer that must detect the mismatch.
+    if (r == ncclSuccess)
+      ncclCommDestroy(comm);
+    else
+      ncclCommAbort(comm);
+  };
+  RunReport report =
+      c.shape == RankShape::kThreads ? runThreads(3, body, o) : runProcesses(3, body, o);
+  BRAID_ASSERT_ALL_RANKS_OK(report);
+  std::vector<std::string> errors = report.valuesOf("error");
+  int named = 0;
+  for (int me = 0; me < 3; me++) {
+    const std::string& text = errors[me];
+    if (text.find("operation mismatch") == std::string::npos) continue;
+    bool matched = false;
+    for (int peer = 0; peer < 3; peer++)
+      if (peer != me && strcmp(n.call[me].described, n.call[peer].described) != 0 &&
+          text.find(namedSentence(n, me, peer)) != std::string::npos)
+        matched = true;
+    EXPECT_TRUE(matched) << "rank " << me
+                         << " reported a mismatch without naming both calls: " << text;
+    named += matched;
+  }
+  EXPECT_GE(named, 1) << "no rank named the mismatch; errors:\n  " << errors[0] << "\n  "
+                      << errors[1] << "\n  " << errors[2] << "\n"
+                      << report.describe();
+  for (const std::string& s : report.valuesOf("seconds"))
+    EXPECT_LE(std::stod(s), 4 + kSlackS) << report.describe();
+}
+
+std::vector<NamedCase> namedCases() {
+  std::vector<NamedCase> cases;
+  for (const Named& n : kNamed)
+    for (RankShape shape : {RankShape::kThreads, RankShape::kProcesses})
+      for (const char* t : {"local,shm", "tcp"}) cases.push_back({n, shape, t});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Calls, NamedMismatch, ::testing::ValuesIn(namedCases()),
+                         [](const auto& info) {
+                           const NamedCase& c = info.param;
+                           return std::string(c.scenario.name) + "_" + shapeName(c.shape) + "_" +
+                                  (strcmp(c.transports, "tcp") == 0 ? "tcp" : "memory");
+                         });
 
 }  // namespace
 }  // namespace braid::test
