@@ -54,8 +54,8 @@ __attribute__((target("avx2"))) void widenBfloat16Avx2(const uint16_t* wire, flo
   }
 }
 
-__attribute__((target("avx,f16c"))) void narrowHalfF16c(const float* source, uint16_t* wire,
-                                                        size_t count) {
+__attribute__((target("avx2,f16c"))) void narrowHalfF16c(const float* source, uint16_t* wire,
+                                                         size_t count) {
   size_t i = 0;
   for (; i + 8 <= count; i += 8) {
     const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(source + i), _MM_FROUND_TO_NEAREST_INT);
@@ -64,8 +64,8 @@ __attribute__((target("avx,f16c"))) void narrowHalfF16c(const float* source, uin
   for (; i < count; i++) wire[i] = floatToHalf(source[i]);
 }
 
-__attribute__((target("avx,f16c"))) void widenHalfF16c(const uint16_t* wire, float* destination,
-                                                       size_t count) {
+__attribute__((target("avx2,f16c"))) void widenHalfF16c(const uint16_t* wire, float* destination,
+                                                        size_t count) {
   size_t i = 0;
   for (; i + 8 <= count; i += 8) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wire + i));
@@ -76,7 +76,7 @@ __attribute__((target("avx,f16c"))) void widenHalfF16c(const uint16_t* wire, flo
 
 struct Cpu {
   bool avx2 = __builtin_cpu_supports("avx2");
-  bool f16c = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  bool f16c = avx2;  // every CPU with AVX2 has F16C (and not every compiler can ask for it)
 };
 const Cpu& cpu() {
   static const Cpu features;

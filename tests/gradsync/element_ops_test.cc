@@ -1,5 +1,5 @@
-// The layer's fp16/bf16 conversions and accumulation against independent references: the
-// compiler's _Float16 for fp16, scaling plus nearbyint (round half to even) for bf16.
+// The layer's fp16/bf16 conversions and accumulation against references from first principles:
+// scaling plus nearbyint (round half to even) for narrowing, the formats' formulas for widening.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,6 +33,24 @@ float referenceBfloat16(float x) {
   return static_cast<float>(rounded);
 }
 
+// fp16 from first principles: 11 significant bits, subnormal below 2^-14 (quantum 2^-24), values
+// from 65520 (halfway past the largest, 65504) round to infinity.
+float referenceHalf(float x) {
+  if (std::isnan(x) || std::isinf(x) || x == 0) return x;
+  if (std::fabs(x) >= 65520.0f) return std::copysign(INFINITY, x);
+  int e = std::max(std::ilogb(x), -14);
+  return static_cast<float>(
+      std::ldexp(std::nearbyint(std::ldexp(static_cast<double>(x), 10 - e)), e - 10));
+}
+
+double decodeHalf(uint16_t h) {
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  const int exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  if (exponent == 0) return sign * std::ldexp(mantissa, -24);
+  if (exponent == 31) return mantissa ? NAN : sign * INFINITY;
+  return sign * std::ldexp(1024 + mantissa, exponent - 25);
+}
+
 std::vector<float> interestingFloats() {
   std::vector<float> values = {
       0.0f,          -0.0f,         1.0f,
@@ -54,20 +72,22 @@ std::vector<float> interestingFloats() {
   return values;
 }
 
-TEST(ElementOps, HalfMatchesTheCompiler) {
+TEST(ElementOps, HalfMatchesFirstPrinciples) {
   for (float x : interestingFloats()) {
     if (std::isnan(x)) continue;
-    const _Float16 reference = static_cast<_Float16>(x);
-    ASSERT_EQ(floatToHalf(x), std::bit_cast<uint16_t>(reference)) << "x=" << x;
+    const float reference = referenceHalf(x);
+    const float got = halfToFloat(floatToHalf(x));
+    ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(reference)) << "x=" << x;
   }
   for (uint32_t h = 0; h < 65536; h++) {
-    const float reference = static_cast<float>(std::bit_cast<_Float16>(static_cast<uint16_t>(h)));
+    const double reference = decodeHalf(static_cast<uint16_t>(h));
     const float got = halfToFloat(static_cast<uint16_t>(h));
     if (std::isnan(reference)) {
       EXPECT_TRUE(std::isnan(got)) << h;
       continue;
     }
-    ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(reference)) << "h=" << h;
+    ASSERT_EQ(static_cast<double>(got), reference) << "h=" << h;
+    ASSERT_EQ(std::signbit(got), (h & 0x8000) != 0) << "h=" << h;
     ASSERT_EQ(floatToHalf(got), h) << "round trip of " << h;
   }
   EXPECT_TRUE(std::isnan(halfToFloat(floatToHalf(NAN))));
@@ -96,8 +116,8 @@ TEST(ElementOps, NarrowAndWidenArrays) {
     narrowFloats(source.data(), wire.data(), source.size(), t);
     widenFloats(wire.data(), back.data(), source.size(), t);
     for (size_t i = 0; i < source.size(); i++) {
-      const float expected = t == ncclFloat16 ? static_cast<float>(static_cast<_Float16>(source[i]))
-                                              : referenceBfloat16(source[i]);
+      const float expected =
+          t == ncclFloat16 ? referenceHalf(source[i]) : referenceBfloat16(source[i]);
       EXPECT_EQ(back[i], expected) << dtypeName(t) << " element " << i;
     }
   }
