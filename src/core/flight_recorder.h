@@ -1,8 +1,9 @@
 // The communicator's flight recorder: the last N operations (sequence number, what, bytes,
 // algorithm, start and end times, state) in a ring, plus the last sequence number heard from each
 // peer. Written by the one thread running the communicator's operations at the cost of a few
-// stores and two clock reads per operation; read (without stopping the writer) when an operation
-// fails or times out, and on SIGUSR1 when BRAID_SIGUSR1_DUMP=1, to say where every rank stands.
+// stores and two coarse clock reads per operation; read (without stopping the writer) when an
+// operation fails or times out, and on SIGUSR1 when BRAID_SIGUSR1_DUMP=1, to say where every rank
+// stands.
 #pragma once
 
 #include <atomic>

@@ -45,6 +45,11 @@ std::string freshLogDir(const char* name) {
   return dir;
 }
 
+void removeDir(const std::string& dir) {
+  std::string cmd = "rm -rf '" + dir + "'";
+  EXPECT_EQ(system(cmd.c_str()), 0);
+}
+
 std::string logOf(const std::string& dir, const std::string& pid) {
   return readFile(dir + "/rank." + pid + ".log");
 }
@@ -170,6 +175,7 @@ TEST_P(HangReportProcesses, ARankThatNeverCallsIsNamedAndEveryRankLogsItsFlightR
     EXPECT_NE(log.find("AllReduce #2, 40 bytes, Ring, done"), std::string::npos) << log;
     EXPECT_NE(log.find("AllReduce #3, 4000 bytes, Ring, FAILED"), std::string::npos) << log;
   }
+  removeDir(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, HangReportProcesses, ::testing::Values("shm", "tcp"),
@@ -212,6 +218,7 @@ TEST(FlightRecorder, Sigusr1DumpsEveryLiveCommunicator) {
       },
       o);
   BRAID_EXPECT_ALL_RANKS_OK(report);
+  removeDir(dir);
 }
 
 TEST(FlightRecorder, DisabledBySizeZeroAndSizeIsValidated) {
@@ -241,6 +248,7 @@ TEST(FlightRecorder, DisabledBySizeZeroAndSizeIsValidated) {
       },
       o);
   BRAID_EXPECT_ALL_RANKS_OK(report);
+  removeDir(dir);
 }
 
 TEST(Timeout, BadArgumentsAreRejectedWithTheirValue) {
