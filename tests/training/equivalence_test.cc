@@ -9,13 +9,16 @@
 //   - fp16/bf16 on the wire stay within a documented tolerance of fp32 and the loss still falls;
 //   - every rank holds bitwise-identical parameters after every step (checked collectively by
 //     verifyParametersEqual inside the run, and by comparing per-step digests across ranks).
-// Ranks run as threads and as processes (tests/harness).
+// Ranks run as threads, as processes (shared memory and TCP) and in network namespaces
+// (tests/harness).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "data_parallel.h"
 
@@ -45,10 +48,19 @@ TrainSpec baseSpec(int nranks) {
   return spec;
 }
 
-RunReport train(RankShape shape, const TrainSpec& spec) {
+RunReport train(RankShape shape, const TrainSpec& spec,
+                const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  auto body = [spec](RankContext& ctx) { dataParallelRank(ctx, spec); };
+  if (shape == RankShape::kNamespaces) {
+    braid::test::NamespaceOptions options;
+    options.namespaces = 2;
+    options.timeoutS = 90;
+    options.env = env;
+    return braid::test::runInNamespaces(spec.nranks, body, options);
+  }
   braid::test::RunOptions options;
   options.timeoutS = 60;
-  auto body = [spec](RankContext& ctx) { dataParallelRank(ctx, spec); };
+  options.env = env;
   return shape == RankShape::kThreads ? braid::test::runThreads(spec.nranks, body, options)
                                       : braid::test::runProcesses(spec.nranks, body, options);
 }
@@ -115,6 +127,26 @@ INSTANTIATE_TEST_SUITE_P(Processes, GlobalBatch,
                          ::testing::Combine(::testing::Values(RankShape::kProcesses),
                                             ::testing::Values(2, 3, 4)),
                          shapeAndRanks);
+
+// --- The same over TCP: processes without shared memory, and ranks on two "hosts" ---
+
+TEST(Transports, TcpBetweenProcesses) {
+  const TrainSpec spec = baseSpec(3);
+  const Parameters got =
+      trainedParameters(train(RankShape::kProcesses, spec, {{"NCCL_SHM_DISABLE", "1"}}), spec);
+  ASSERT_FALSE(got.empty());
+  expectEquivalent(got, spec, /*exact=*/false);
+}
+
+TEST(Transports, TcpBetweenNetworkNamespaces) {
+  BRAID_SKIP_WITHOUT_NAMESPACES();
+  const TrainSpec spec = baseSpec(3);
+  const RunReport report = train(RankShape::kNamespaces, spec);
+  if (braid::test::isNamespaceChild()) return;  // a rank of the run above: the parent checks
+  const Parameters got = trainedParameters(report, spec);
+  ASSERT_FALSE(got.empty());
+  expectEquivalent(got, spec, /*exact=*/false);
+}
 
 // --- The same through every GradSync option that must not change the answer ---
 
