@@ -28,7 +28,8 @@ using braid::examples::Mlp;
 struct Options {
   std::string data = BRAID_DIGITS_CSV;  // decompressed at build time, "" when not found
   int epochs = 20;
-  int globalBatch = 64;  // split evenly over the ranks
+  int globalBatch = 64;  // split evenly over the ranks and micro-batches
+  int accumulate = 1;    // micro-batches per step: all but the last under GradSync::NoSync
   int hidden = 128;
   float learningRate = 0.05f;
   float momentum = 0.9f;
@@ -42,9 +43,10 @@ struct Options {
   std::fprintf(stderr,
                "usage: train_digits [--data digits.csv] [--epochs 20] [--global-batch 64]\n"
                "                    [--hidden 128] [--lr 0.05] [--momentum 0.9] [--seed 1]\n"
-               "                    [--held-out 0.2] [--wire fp32|fp16|bf16]\n"
-               "The global batch is divided evenly over the ranks (it must be a multiple of\n"
-               "their number), so any rank count trains the same model.\n");
+               "                    [--held-out 0.2] [--wire fp32|fp16|bf16] [--accumulate 1]\n"
+               "The global batch is divided evenly over the ranks and the --accumulate\n"
+               "micro-batches of each step (it must be a multiple of their product), so any\n"
+               "rank count and accumulation trains the same model.\n");
   std::exit(problem ? 2 : 0);
 }
 
@@ -79,6 +81,8 @@ Options parseOptions(int argc, char** argv) {
       o.momentum = static_cast<float>(number(0, 1));
     } else if (arg == "--seed") {
       o.seed = static_cast<uint64_t>(number(0, 1e15));
+    } else if (arg == "--accumulate") {
+      o.accumulate = static_cast<int>(number(1, 1 << 10));
     } else if (arg == "--held-out") {
       o.heldOut = number(0.01, 0.99);
     } else if (arg == "--wire") {
@@ -131,11 +135,13 @@ int main(int argc, char** argv) {
   if (!braid::examples::joinCommunicator(&argc, &argv, &launch, &error)) die(launch.rank, error);
   const int rank = launch.rank, nranks = launch.nranks;
   const bool lead = rank == 0;
-  if (options.globalBatch % nranks != 0) {
-    die(rank, "--global-batch " + std::to_string(options.globalBatch) +
-                  " is not a multiple of the " + std::to_string(nranks) + " ranks");
+  const int split = nranks * options.accumulate;
+  if (options.globalBatch % split != 0) {
+    die(rank, "--global-batch " + std::to_string(options.globalBatch) + " is not a multiple of " +
+                  std::to_string(nranks) + " ranks x " + std::to_string(options.accumulate) +
+                  " micro-batches");
   }
-  const int batch = options.globalBatch / nranks;
+  const int batch = options.globalBatch / split;  // per rank and micro-batch
 
   Dataset all, train, heldOut;
   if (options.data.empty()) {
@@ -168,12 +174,14 @@ int main(int argc, char** argv) {
   check(rank, sync.verifyParametersEqual(parameterRefs(model)), sync, "verifyParametersEqual");
 
   braid::DistributedSampler sampler(train.size(), nranks, rank, /*shuffle=*/true, options.seed);
-  const size_t stepsPerEpoch = sampler.numSamples() / batch;  // incomplete batches are dropped
+  // Incomplete batches are dropped, so every rank count takes the same global batches.
+  const size_t stepsPerEpoch = sampler.numSamples() / (batch * options.accumulate);
   if (lead) {
     std::printf(
-        "train_digits: %d rank(s), batch %d per rank (global %d), %zu train / %zu held-out "
-        "samples, %zu steps per epoch\n",
-        nranks, batch, options.globalBatch, train.size(), heldOut.size(), stepsPerEpoch);
+        "train_digits: %d rank(s), batch %d per rank x %d micro-batch(es) (global %d), %zu train "
+        "/ %zu held-out samples, %zu steps per epoch\n",
+        nranks, batch, options.accumulate, options.globalBatch, train.size(), heldOut.size(),
+        stepsPerEpoch);
     std::printf("model 64-%d-%d-10: %zu parameters (%.1f KiB of gradients), wire %s\n",
                 options.hidden, options.hidden, model.totalParameters(),
                 model.totalParameters() * 4 / 1024.0,
@@ -182,7 +190,7 @@ int main(int argc, char** argv) {
                                                               : "bf16");
   }
 
-  std::vector<float> batchSamples, heldOutScratch;
+  std::vector<float> batchSamples;
   std::vector<int> batchLabels;
   const auto start = std::chrono::steady_clock::now();
   for (int epoch = 0; epoch < options.epochs; ++epoch) {
@@ -192,16 +200,24 @@ int main(int argc, char** argv) {
     double lossSum[2] = {0, 0};  // summed loss, samples: averaged over ranks below
     for (size_t step = 0; step < stepsPerEpoch; ++step) {
       const auto stepStart = std::chrono::steady_clock::now();
-      train.gather(mine, step * batch, batch, &batchSamples, &batchLabels);
-      lossSum[0] += model.forward(batchSamples.data(), batchLabels.data(), batch);
-      lossSum[1] += batch;
-      std::vector<float*> gradients;
-      for (int t = 0; t < model.tensors(); ++t) {
-        gradients.push_back(static_cast<float*>(sync.gradientData(t)));
+      std::vector<float*> gradients(model.tensors());
+      for (int micro = 0; micro < options.accumulate; ++micro) {
+        // Micro-batches before the last only accumulate locally; the last one communicates.
+        sync.setSyncEnabled(micro + 1 == options.accumulate);
+        const size_t first = (step * options.accumulate + micro) * batch;
+        train.gather(mine, first, batch, &batchSamples, &batchLabels);
+        lossSum[0] += model.forward(batchSamples.data(), batchLabels.data(), batch);
+        lossSum[1] += batch;
+        for (int t = 0; t < model.tensors(); ++t) {
+          gradients[t] = static_cast<float*>(sync.gradientData(t));
+        }
+        model.backward(gradients, 1.0f / (batch * options.accumulate),
+                       [&](int t) { check(rank, sync.markReady(t), sync, "markReady"); });
+        check(rank, sync.finish(), sync, "finish");
       }
-      model.backward(gradients, 1.0f / batch,
-                     [&](int t) { check(rank, sync.markReady(t), sync, "markReady"); });
-      check(rank, sync.finish(), sync, "finish");
+      for (int t = 0; t < model.tensors(); ++t) {
+        gradients[t] = static_cast<float*>(sync.gradientData(t));
+      }
       optimizer.step(model, std::vector<const float*>(gradients.begin(), gradients.end()));
       stepSeconds.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - stepStart).count());
