@@ -70,6 +70,10 @@ RunReport train(RankShape shape, const TrainSpec& spec,
 Parameters trainedParameters(const RunReport& report, const TrainSpec& spec) {
   EXPECT_TRUE(report.ok()) << report.describe();
   const auto digests = report.valuesOf("digests");
+  if (static_cast<int>(digests.size()) != spec.nranks) {
+    ADD_FAILURE() << digests.size() << " of " << spec.nranks << " ranks reported";
+    return {};
+  }
   EXPECT_EQ(std::count(digests[0].begin(), digests[0].end(), ','), spec.steps);
   for (size_t r = 1; r < digests.size(); ++r) {
     EXPECT_EQ(digests[r], digests[0]) << "rank " << r << "'s parameters left rank 0's";
