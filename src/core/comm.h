@@ -12,6 +12,7 @@
 #include "core/bootstrap.h"
 #include "core/config.h"
 #include "core/flight_recorder.h"
+#include "core/nonblocking.h"
 #include "core/worker.h"
 #include "kernels/reduce.h"
 #include "nccl.h"
@@ -65,6 +66,9 @@ struct ncclComm {
   uint64_t pendingP2pGroup = 0;
   std::atomic<int> streamWork{0};  ///< items queued on host streams that use this communicator
   std::vector<braid::UserRedOp> userOps;
+  std::atomic<uint32_t> revoked{0};  ///< ncclCommRevoke (or a shrink with NCCL_SHRINK_ABORT) ran
+  uint32_t shrinkCount = 0;          ///< ncclCommShrink calls on this communicator so far
+  braid::AsyncWork asyncWork;        ///< non-blocking communicators: queued background work
   braid::FlightRecorder recorder;  ///< last operations and peers' progress (hang reports)
   braid::Worker worker;  ///< runs this communicator's share of a multi-communicator group
 };
