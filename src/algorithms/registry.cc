@@ -21,7 +21,7 @@ const char* collName(CollType c) {
 // Default preference order per collective; the selector may reorder by size and rank count.
 const std::vector<const Algorithm*>& algorithmsFor(CollType coll) {
   static const std::vector<const Algorithm*> allReduce = {selfCollective(), ringAllReduce(),
-                                                          treeAllReduce()};
+                                                          treeAllReduce(), directAllReduce()};
   static const std::vector<const Algorithm*> broadcast = {selfCollective(), ringBroadcast()};
   static const std::vector<const Algorithm*> reduce = {selfCollective(), ringReduce()};
   static const std::vector<const Algorithm*> allGather = {selfCollective(), ringAllGather()};

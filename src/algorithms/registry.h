@@ -8,6 +8,7 @@ namespace braid {
 const Algorithm* selfCollective();
 const Algorithm* ringAllReduce();
 const Algorithm* treeAllReduce();
+const Algorithm* directAllReduce();
 const Algorithm* ringBroadcast();
 const Algorithm* ringReduce();
 const Algorithm* ringAllGather();

@@ -6,6 +6,7 @@
 
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "algorithms/algorithm.h"
 #include "core/comm.h"
@@ -16,6 +17,8 @@ namespace braid {
 namespace {
 
 constexpr size_t kTreeMaxBytes = 64 * 1024;
+// One hop instead of 2(n-1) or 2 log2(n), for n-1 sends of the whole message per rank.
+constexpr size_t kDirectMaxBytes = 16 * 1024;
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(tolower(c));
@@ -52,19 +55,20 @@ ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
   std::string spec = algoSpecFor(comm.config.algo, args.coll);
   const Algorithm* chosen = nullptr;
   size_t bytes = args.count * args.elemSize;
-  // The rule's first choice, then everything else in registry order.
-  const char* preferred = comm.nranks > 2 && bytes <= kTreeMaxBytes ? "Tree" : "Ring";
-  for (int pass = 0; pass < 2 && !chosen; pass++) {
-    for (const Algorithm* a : algos) {
-      if (pass == 0 && strcasecmp(a->name(), preferred) != 0 && strcasecmp(a->name(), "Self") != 0)
-        continue;
-      if (!allowedBySpec(spec, a->name()) && strcasecmp(a->name(), "Self") != 0) continue;
-      if (a->supports(args, comm)) {
-        chosen = a;
-        break;
-      }
-    }
-  }
+  // The rule's choices in order (Self always first), then everything else in registry order.
+  std::vector<const char*> preferred = {"Self"};
+  if (bytes <= kDirectMaxBytes) preferred.push_back("Direct");
+  if (comm.nranks > 2 && bytes <= kTreeMaxBytes) preferred.push_back("Tree");
+  preferred.push_back("Ring");
+  auto usable = [&](const Algorithm* a) {
+    bool self = strcasecmp(a->name(), "Self") == 0;
+    return (self || allowedBySpec(spec, a->name())) && a->supports(args, comm);
+  };
+  for (const char* name : preferred)
+    for (const Algorithm* a : algos)
+      if (!chosen && strcasecmp(a->name(), name) == 0 && usable(a)) chosen = a;
+  for (const Algorithm* a : algos)
+    if (!chosen && usable(a)) chosen = a;
   if (!chosen)
     return fail(ncclInvalidUsage, "NCCL_ALGO=%s leaves no algorithm for %s on %d ranks",
                 comm.config.algo.c_str(), collName(args.coll), comm.nranks);

@@ -1,0 +1,97 @@
+// One-shot ("direct") allreduce for small messages: every rank posts its contribution (pre-op
+// applied) to every peer in one step, then reduces the n contributions itself. One hop instead of
+// the ring's 2(n-1) or the tree's 2 log2(n), at the price of n-1 sends per rank, so it wins while a
+// message is latency-bound. Each rank combines the contributions in rank order 0..n-1, so every
+// rank computes the same expression and all outputs are bitwise identical.
+#include <algorithm>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "core/comm.h"
+#include "util/status.h"
+
+namespace braid {
+namespace {
+
+class DirectAllReduce : public Algorithm {
+ public:
+  const char* name() const override { return "Direct"; }
+
+  bool supports(const CollArgs& args, const ncclComm& comm) const override {
+    if (args.coll != CollType::kAllReduce || comm.nranks < 2) return false;
+    for (int p = 0; p < comm.nranks; p++)
+      if (p != comm.rank && (!comm.sendTo[p] || !comm.recvFrom[p]))
+        return false;  // BRAID_CONNECT=neighbours: not every pair is connected
+    return true;
+  }
+
+  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
+    // Messages larger than a slot go in slot-sized chunks, each a one-shot of its own.
+    size_t step = (comm.config.slotBytes / args.elemSize) & ~size_t(63);
+    if (step == 0) step = comm.config.slotBytes / args.elemSize;
+    const size_t es = args.elemSize;
+    for (size_t off = 0; off < args.count; off += step) {
+      size_t n = std::min(step, args.count - off);
+      BRAID_TRY(oneShot(args, comm, static_cast<const char*>(args.sendbuff) + off * es,
+                        static_cast<char*>(args.recvbuff) + off * es, n));
+    }
+    return ncclSuccess;
+  }
+
+ private:
+  static ncclResult_t oneShot(const CollArgs& args, ncclComm& comm, const void* in, void* out,
+                              size_t count) {
+    const int n = comm.nranks, me = comm.rank;
+    const size_t bytes = count * args.elemSize;
+    // Post pre(x) to every peer. This rank's own term is kept in a scratch buffer: the output
+    // may alias the input (in place), and a send slot cannot serve, since the peer owning that
+    // FIFO may tear it down as soon as it has read the slot.
+    thread_local std::vector<char> scratch;
+    if (scratch.size() < bytes) scratch.resize(bytes);
+    const void* own = scratch.data();
+    kernels::reduce(args.op, scratch.data(), nullptr, nullptr, in, count, kernels::kApplyPre);
+    for (int i = 1; i < n; i++) {
+      FifoSender& f = comm.sendTo[(me + i) % n]->fifo();
+      void* slot;
+      BRAID_TRY(f.acquire(comm.policy, &slot));
+      kernels::copy(slot, nullptr, own, bytes);
+      f.post(slotInfo(static_cast<uint32_t>(bytes), args.fingerprint));
+    }
+    // Combine in rank order, each peer's slot as it arrives. A slot is released once it has been
+    // read (the first term's only after the second is combined with it).
+    const void* acc = nullptr;
+    FifoReceiver* firstFrom = nullptr;
+    for (int k = 0; k < n; k++) {
+      const void* term = own;
+      FifoReceiver* from = k == me ? nullptr : &comm.recvFrom[k]->fifo();
+      if (from) {
+        SlotInfo info;
+        BRAID_TRY(from->wait(comm.policy, &term, &info));
+        if (fingerprintOf(info) != args.fingerprint || info.bytes != bytes)
+          return fail(ncclInvalidUsage, "%s",
+                      describeMismatch(me, args.fingerprint, bytes, k, info).c_str());
+      }
+      if (!acc) {
+        acc = term;  // the first term: combined with the second one next
+        firstFrom = from;
+        continue;
+      }
+      unsigned flags = k == n - 1 ? kernels::kApplyPost : 0u;
+      kernels::reduce(args.op, out, nullptr, acc, term, count, flags);
+      acc = out;
+      if (firstFrom) firstFrom->release();
+      firstFrom = nullptr;
+      if (from) from->release();
+    }
+    return ncclSuccess;
+  }
+};
+
+}  // namespace
+
+const Algorithm* directAllReduce() {
+  static DirectAllReduce a;
+  return &a;
+}
+
+}  // namespace braid
