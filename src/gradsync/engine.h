@@ -165,7 +165,8 @@ class Engine {
   int rank_ = 0;
   int nranks_ = 1;
   std::vector<GradientSlot> gradients_;
-  std::vector<std::unique_ptr<BucketState>> buckets_;  // in launch order
+  std::map<uintptr_t, std::pair<uintptr_t, int>> buffersByAddress_;  // begin -> (end, gradient)
+  std::vector<std::unique_ptr<BucketState>> buckets_;                // in launch order
   braidStream_t stream_ = nullptr;
   std::map<int, ncclRedOp_t> preMulSumOps_;  // by dtype, with Averaging::kPreMulSum
   CommHook hook_;

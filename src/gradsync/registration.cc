@@ -2,6 +2,7 @@
 // same model with the same options, and the buckets built from it.
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "gradsync/element_ops.h"
 #include "gradsync/engine.h"
@@ -70,15 +71,18 @@ ncclResult_t Engine::addGradient(const TensorRef& gradient, const std::string& n
     auto begin = reinterpret_cast<uintptr_t>(gradient.data);
     if (begin > UINTPTR_MAX - bytes)
       return registrationFault("the buffer wraps around the address space");
-    for (size_t other = 0; other < gradients_.size(); other++) {
-      const GradientSlot& g = gradients_[other];
-      if (!g.user.data || g.bytes == 0) continue;
-      auto otherBegin = reinterpret_cast<uintptr_t>(g.user.data);
-      if (begin < otherBegin + g.bytes && otherBegin < begin + bytes)
-        return registrationFault("its buffer [" + std::to_string(begin) + ", +" +
-                                 std::to_string(bytes) + " bytes) overlaps gradient " +
-                                 gradientLabel(static_cast<int64_t>(other)));
-    }
+    // Registered buffers do not overlap each other, so only the neighbours of `begin` in address
+    // order can overlap the new one.
+    int other = -1;
+    auto next = buffersByAddress_.upper_bound(begin);
+    if (next != buffersByAddress_.end() && next->first < begin + bytes) other = next->second.second;
+    if (next != buffersByAddress_.begin() && std::prev(next)->second.first > begin)
+      other = std::prev(next)->second.second;
+    if (other >= 0)
+      return registrationFault("its buffer [" + std::to_string(begin) + ", +" +
+                               std::to_string(bytes) + " bytes) overlaps gradient " +
+                               gradientLabel(other));
+    buffersByAddress_[begin] = {begin + bytes, static_cast<int>(gradients_.size())};
   }
   GradientSlot slot;
   slot.user = gradient;

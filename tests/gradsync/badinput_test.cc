@@ -62,6 +62,16 @@ TEST(GradSyncBadInput, OverlappingBuffers) {
                 ncclInvalidArgument, sync, {"overlaps gradient 0"}, "same buffer");
     if (sync.addGradient({a.data() + 50, 50, ncclFloat32}, "adjacent", &i) != ncclSuccess)
       ctx.fail("adjacent buffers refused: " + sync.lastError());
+    // New buffers below a registered one: running into it, or enclosing it, overlaps.
+    std::vector<float> c(100);
+    if (sync.addGradient({c.data() + 50, 10, ncclFloat32}, "middle", &i) != ncclSuccess)
+      return ctx.fail(sync.lastError());
+    expectError(ctx, sync.addGradient({c.data() + 40, 15, ncclFloat32}, "below", &i),
+                ncclInvalidArgument, sync, {"overlaps gradient 2 ('middle')"}, "running into");
+    expectError(ctx, sync.addGradient({c.data(), 100, ncclFloat32}, "all", &i), ncclInvalidArgument,
+                sync, {"overlaps gradient"}, "enclosing");
+    if (sync.addGradient({c.data() + 40, 10, ncclFloat32}, "just below", &i) != ncclSuccess)
+      ctx.fail("a buffer ending where another starts refused: " + sync.lastError());
     // The model lost a gradient: finalize refuses it.
     expectError(ctx, sync.finalize(), ncclInvalidArgument, sync, {"rank 0", "overlaps"},
                 "finalize after a refused gradient");
