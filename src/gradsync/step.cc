@@ -39,7 +39,9 @@ int runCommHook(void* arg) {
     b->hookResult = ncclInternalError;
     b->hookError = "it threw a non-standard exception";
   }
-  return b->hookResult == ncclSuccess ? 0 : 1;
+  // A failure is reported by finish(), not by failing the stream: the stream must go on to run
+  // the later buckets, whose collectives the other ranks are waiting for.
+  return 0;
 }
 
 }  // namespace
@@ -197,23 +199,19 @@ ncclResult_t Engine::finishSynced() {
   const auto start = std::chrono::steady_clock::now();
   ncclResult_t streamResult = braidStreamSynchronize(stream_);
   if (streamResult != ncclSuccess) {
-    const std::string streamError = ncclGetLastError(comm_);
-    bool hookFailed = false;
-    for (const auto& bucket : buckets_) {
-      if (bucket->hookResult == ncclSuccess) continue;
-      recordFault(FaultKind::kHookFailed, bucket->index, bucket->hookResult, bucket->hookResult,
-                  "the comm hook failed on bucket " + std::to_string(bucket->index) + ": " +
-                      bucket->hookError);
-      hookFailed = true;
-      break;
-    }
-    if (!hookFailed) {
-      // A collective failed on the stream: the communicator is failed too, and every peer hears
-      // of it from there (an exchange of faults over it could not run).
-      std::string text = "finish: step " + std::to_string(stepNumber_) + " failed: ";
-      if (fault_) text += fault_.text + "; then ";
-      return failObject(streamResult, text + "the communication stream failed: " + streamError);
-    }
+    // A collective failed on the stream: the communicator is failed too, and every peer hears of
+    // it from there (an exchange of faults over it could not run).
+    std::string text = "finish: step " + std::to_string(stepNumber_) + " failed: ";
+    if (fault_) text += fault_.text + "; then ";
+    return failObject(streamResult,
+                      text + "the communication stream failed: " + ncclGetLastError(comm_));
+  }
+  for (const auto& bucket : buckets_) {
+    if (bucket->hookResult == ncclSuccess) continue;
+    recordFault(FaultKind::kHookFailed, bucket->index, bucket->hookResult, bucket->hookResult,
+                "the comm hook failed on bucket " + std::to_string(bucket->index) + ": " +
+                    bucket->hookError);
+    break;
   }
   ncclResult_t agreed = agreeOnStep();
   stats_.finishWaitSeconds =

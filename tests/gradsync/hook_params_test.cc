@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -78,26 +79,34 @@ TEST(GradSyncHook, ReplacesTheAllreduce) {
   }
 }
 
-// Rank 1's hook reduces, then reports a failure (rank 0's hook succeeds): both ranks' finish()
-// fail, rank 0's naming rank 1 and the hook. A hook that throws is an error, not a crash.
+// Rank 1's hook reduces the first of three buckets, then reports a failure (rank 0's hook
+// succeeds): the later buckets still run on rank 1 (rank 0 waits for them), and both ranks'
+// finish() fail promptly, rank 0's naming rank 1 and the hook. A hook that throws is an error,
+// not a crash.
 TEST(GradSyncHook, FailureOnOneRankFailsEveryRank) {
   for (bool throws : {false, true}) {
     auto report = test::runThreads(2, [&](RankContext& ctx) {
       ncclComm_t comm = ctx.initComm();
       if (!comm) return;
       {
-        std::vector<GradSpec> model = {{10, ncclFloat32}};
-        GradSync sync(comm);
+        std::vector<GradSpec> model(3, GradSpec{10, ncclFloat32});
+        GradSyncOptions o;
+        o.firstBucketCapBytes = o.bucketCapBytes = 40;  // one gradient per bucket
+        GradSync sync(comm, o);
         Buffers buffers(model);
         if (!registerModel(ctx, sync, model, &buffers)) return;
         const bool failHere = ctx.rank() == 1;
         sync.setCommHook([&](ncclComm_t c, Bucket& b) {
           ncclResult_t r = ncclAllReduce(b.data, b.data, b.count, b.dtype, ncclAvg, c, nullptr);
-          if (failHere && throws) throw std::runtime_error("hook exploded");
-          return failHere ? ncclInvalidUsage : r;
+          if (!failHere || b.index != 0) return r;
+          if (throws) throw std::runtime_error("hook exploded");
+          return ncclInvalidUsage;
         });
-        sync.markReady(0);
+        for (int g = 2; g >= 0; g--) sync.markReady(g);
+        auto start = std::chrono::steady_clock::now();
         if (sync.finish() == ncclSuccess) return ctx.fail("finish succeeded");
+        if (std::chrono::steady_clock::now() - start > std::chrono::seconds(10))
+          ctx.fail("finish took more than 10 s");
         const std::string e = sync.lastError();
         if (!contains(e, "rank 1") || !contains(e, "comm hook"))
           ctx.fail("error does not name rank 1's hook: " + e);
