@@ -181,6 +181,47 @@ TEST_P(HangReportProcesses, ARankThatNeverCallsIsNamedAndEveryRankLogsItsFlightR
 INSTANTIATE_TEST_SUITE_P(Transports, HangReportProcesses, ::testing::Values("shm", "tcp"),
                          [](const auto& info) { return std::string(info.param); });
 
+// A receive whose sender never sends: the point-to-point timeout names the pending transfer, its
+// peer and its per-peer sequence number, and the communicator fails like a collective's.
+TEST(HangReport, APointToPointTimeoutNamesThePendingTransfer) {
+  RunReport report = runProcesses(
+      2,
+      [](RankContext& ctx) {
+        ncclComm_t comm = ctx.initComm();
+        if (!comm) return;
+        std::vector<int32_t> buf(300, ctx.rank());
+        // One matched transfer first, checked, so the stalled one is #2 of the pair.
+        if (ctx.rank() == 0) {
+          ASSERT_EQ(ncclSend(buf.data(), 300, ncclInt32, 1, comm, nullptr), ncclSuccess);
+        } else {
+          ASSERT_EQ(ncclRecv(buf.data(), 300, ncclInt32, 0, comm, nullptr), ncclSuccess);
+          for (int32_t v : buf) ASSERT_EQ(v, 0);
+        }
+        if (ctx.rank() == 1) {
+          ASSERT_EQ(braidCommSetTimeout(comm, 1), ncclSuccess);
+          double start = now();
+          EXPECT_EQ(ncclRecv(buf.data(), 300, ncclInt32, 0, comm, nullptr), ncclRemoteError);
+          double seconds = now() - start;
+          EXPECT_GE(seconds, 0.9);
+          EXPECT_LE(seconds, 1 + kSlackS);
+          std::string text = ncclGetLastError(comm);
+          EXPECT_NE(text.find("timed out after 1.0 s (BRAID_TIMEOUT_S) on rank 1 with 1 transfers "
+                              "pending: receive from rank 0 #2 (0 of 1200 bytes)"),
+                    std::string::npos)
+              << text;
+          ncclResult_t async = ncclSuccess;
+          EXPECT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+          EXPECT_EQ(async, ncclRemoteError);
+          EXPECT_NE(ncclRecv(buf.data(), 300, ncclInt32, 0, comm, nullptr), ncclSuccess);
+        } else {
+          std::this_thread::sleep_for(std::chrono::seconds(2));
+        }
+        EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+      },
+      hangOptions("shm", ""));
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
 // SIGUSR1 makes a live process dump every communicator it has, without disturbing it.
 TEST(FlightRecorder, Sigusr1DumpsEveryLiveCommunicator) {
   std::string dir = freshLogDir("sigusr1");
