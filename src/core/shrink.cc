@@ -5,6 +5,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/host_stream.h"
 #include "core/unique_id.h"
 #include "patterns/tree.h"
 #include "util/log.h"
@@ -123,8 +124,10 @@ ncclResult_t leadExchange(ncclComm* parent, const std::vector<int>& survivors,
 void commRevoke(ncclComm* comm) {
   comm->revoked.store(1);
   comm->abortFlag.store(1);
-  // Calls in progress and queued background work notice the flag within a sleep slice and end.
+  // Calls in progress and queued background work (non-blocking queue, host streams) notice the
+  // flag within a sleep slice and end.
   asyncDrain(comm);
+  commDrainStreamWork(comm);
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (comm->activeCalls.load() > 0 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "braid/braid.h"
 #include "harness/rank_harness.h"
 #include "shrink/shrink_test_util.h"
 
@@ -80,6 +81,40 @@ TEST(Revoke, EndsABlockedCallAndTheSurvivorsShrink) {
   if (report.ok()) {
     EXPECT_NE(report.ranks[0].values.count("blocked_call_s_after_revoke"), 0u);
   }
+}
+
+// Work queued on a host stream is ended by the revoke too: an allreduce whose peer never comes
+// is blocked on the stream's thread; the revoke returns within a second and the stream reports
+// the failure.
+TEST(Revoke, EndsHostStreamWork) {
+  std::atomic<bool> revoked{false};
+  auto report = test::runThreads(2, [&revoked](RankContext& ctx) {
+    ncclComm_t comm = ctx.initComm();
+    if (!comm) return;
+    if (ctx.rank() == 0) {
+      braidStream_t stream = nullptr;
+      if (braidStreamCreate(&stream) != ncclSuccess) return ctx.fail("braidStreamCreate");
+      std::vector<int32_t> buf(300007, 1);
+      if (ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclInt32, ncclSum, comm,
+                        braidStreamAsCuda(stream)) != ncclSuccess)
+        ctx.fail(std::string("queueing on the stream: ") + ncclGetLastError(comm));
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      const double start = now();
+      if (ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT) != ncclSuccess)
+        ctx.fail(std::string("revoke: ") + ncclGetLastError(comm));
+      if (now() - start > 1.0)
+        ctx.fail("revoke took " + std::to_string(now() - start) + " s with stream work queued");
+      if (braidStreamSynchronize(stream) == ncclSuccess)
+        ctx.fail("the stream's interrupted allreduce reported success");
+      braidStreamDestroy(stream);
+      revoked.store(true);
+    } else {  // rank 0 sends into this rank's connections until its revoke: stay until then
+      for (int ms = 0; ms < 60000 && !revoked.load(); ms++)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ncclCommDestroy(comm);
+  });
+  BRAID_EXPECT_ALL_RANKS_OK(report);
 }
 
 }  // namespace
