@@ -89,17 +89,8 @@ ncclResult_t Bootstrap::receiveRound(std::vector<std::string>* all) {
   if (h.kind == kFrameError) return fail(ncclRemoteError, "%s", body.c_str());
   if (h.kind != kFrameData)
     return fail(ncclRemoteError, "bootstrap: unexpected reply kind %u", h.kind);
-  all->clear();
-  size_t pos = 0;
-  for (int r = 0; r < nranks_; r++) {
-    uint32_t len;
-    if (pos + sizeof(len) > body.size()) return fail(ncclRemoteError, "bootstrap: truncated reply");
-    memcpy(&len, body.data() + pos, sizeof(len));
-    pos += sizeof(len);
-    if (pos + len > body.size()) return fail(ncclRemoteError, "bootstrap: truncated reply");
-    all->push_back(body.substr(pos, len));
-    pos += len;
-  }
+  if (!splitRoundReply(body, nranks_, all))
+    return fail(ncclRemoteError, "bootstrap: truncated reply");
   return ncclSuccess;
 }
 

@@ -115,19 +115,13 @@ class Root {
 
   // 0: need more bytes; 1: admitted; -1: reject.
   int examine(Pending& p) {
-    if (p.buf.size() < sizeof(RootHello)) return 0;
     RootHello h;
-    memcpy(&h, p.buf.data(), sizeof(h));
-    unsigned char diff = 0;
-    for (int i = 0; i < 16; i++) diff |= h.secret[i] ^ id_.secret[i];
-    bool ok = h.magic == kHelloMagic && h.version == kBootstrapVersion && diff == 0 &&
-              h.nonce == id_.nonce && h.nranks >= 1 && h.nranks <= kMaxRanks && h.rank >= 0 &&
-              h.rank < h.nranks && h.infoBytes <= kMaxInfoBytes;
-    if (!ok) {
+    HelloVerdict verdict = examineHello(p.buf, id_.secret, id_.nonce, &h);
+    if (verdict == HelloVerdict::kNeedMore) return 0;
+    if (verdict == HelloVerdict::kReject) {
       BRAID_WARN("bootstrap root: rejected a connection without this communicator's secret");
       return -1;
     }
-    if (p.buf.size() < sizeof(RootHello) + h.infoBytes) return 0;
     if (ranks_.empty()) {
       ranks_.resize(h.nranks);
       infoBytes_ = h.infoBytes;
@@ -177,19 +171,17 @@ class Root {
         }
         break;
       }
-      while (r.inbuf.size() >= sizeof(FrameHeader)) {
-        FrameHeader h;
-        memcpy(&h, r.inbuf.data(), sizeof(h));
-        if (h.bytes > kMaxFrameBytes || (h.kind != kFrameData && h.kind != kFrameBye)) {
+      FrameHeader h;
+      std::string body;
+      for (FrameVerdict v; (v = takeRankFrame(&r.inbuf, &h, &body)) != FrameVerdict::kNeedMore;) {
+        if (v == FrameVerdict::kMalformed) {
           broadcastError("bootstrap: malformed frame from rank " + std::to_string(rank));
           return false;
         }
-        if (r.inbuf.size() < sizeof(h) + h.bytes) break;
         if (h.kind == kFrameBye)
           r.bye = true;
         else
-          r.frames.push_back(r.inbuf.substr(sizeof(h), h.bytes));
-        r.inbuf.erase(0, sizeof(h) + h.bytes);
+          r.frames.push_back(std::move(body));
       }
     }
     if (!admitted_) return true;
