@@ -61,14 +61,21 @@ ncclResult_t newHostedUniqueId(ncclUniqueId* id) {
 
 namespace {
 
+int hexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Exactly 32 hex digits (strtol would also take signs and spaces, so that different strings
+// gave the same secret).
 bool parseSecret(const std::string& hex, unsigned char out[16]) {
   if (hex.size() != 32) return false;
   for (int i = 0; i < 16; i++) {
-    char byte[3] = {hex[2 * i], hex[2 * i + 1], 0};
-    char* end;
-    long v = strtol(byte, &end, 16);
-    if (*end) return false;
-    out[i] = static_cast<unsigned char>(v);
+    int hi = hexDigit(hex[2 * i]), lo = hexDigit(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out[i] = static_cast<unsigned char>(hi * 16 + lo);
   }
   return true;
 }
@@ -86,6 +93,10 @@ bool uniqueIdFromEnvironment(ncclUniqueId* id, ncclResult_t* result) {
   SockAddr addr;
   *result = parseHostPort(where, &addr);
   if (*result != ncclSuccess) return true;
+  if (addr.port() == 0 || addr.len > sizeof(UniqueIdFields::addr)) {
+    *result = fail(ncclInvalidArgument, "bootstrap address '%s': no usable port", where.c_str());
+    return true;
+  }
   UniqueIdFields f{};
   f.magic = kUniqueIdMagic;
   f.flags = kRootHostedByRank0;
