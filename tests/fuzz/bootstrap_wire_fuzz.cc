@@ -1,0 +1,112 @@
+// Fuzz target: everything the bootstrap reads from the network (src/core/bootstrap_wire.h). The
+// first byte picks the reader:
+//   0: the root examining a connection's hello, fed in fuzzer-chosen pieces as recv() would
+//      deliver it (with the second byte's low bit set, magic, version, secret and nonce are
+//      made right, so the checks behind them are reached);
+//   1: the root taking frames off an admitted rank's stream;
+//   2: a rank splitting the root's answer to a round (nranks from the second byte).
+// Properties: no crash or overread; verdicts are final (more bytes never turn a rejection into
+// an admission); everything admitted or taken respects the bounds.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/bootstrap_wire.h"
+#include "fuzz/fuzz_check.h"
+
+namespace {
+
+using namespace braid;
+
+constexpr unsigned char kSecret[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+constexpr uint64_t kNonce = 0x1122334455667788ull;
+
+void hello(const uint8_t* data, size_t size) {
+  if (size < 2) return;
+  const bool fixUp = data[1] & 1;
+  std::string bytes(reinterpret_cast<const char*>(data) + 2, size - 2);
+  if (fixUp && bytes.size() >= sizeof(RootHello)) {
+    RootHello h;
+    memcpy(&h, bytes.data(), sizeof(h));
+    h.magic = kHelloMagic;
+    h.version = kBootstrapVersion;
+    memcpy(h.secret, kSecret, sizeof(kSecret));
+    h.nonce = kNonce;
+    memcpy(bytes.data(), &h, sizeof(h));
+  }
+  // Deliver in pieces whose sizes come from the data itself, as a slow sender would.
+  std::string received;
+  HelloVerdict last = HelloVerdict::kNeedMore;
+  size_t pos = 0, step = 1 + (data[1] >> 1);
+  while (pos < bytes.size()) {
+    size_t n = std::min(step, bytes.size() - pos);
+    received.append(bytes, pos, n);
+    pos += n;
+    step = 1 + static_cast<unsigned char>(bytes[pos - 1]) % 64;
+    RootHello h{};
+    HelloVerdict v = examineHello(received, kSecret, kNonce, &h);
+    if (last == HelloVerdict::kReject) FUZZ_CHECK(v == HelloVerdict::kReject);
+    if (last == HelloVerdict::kAdmit) FUZZ_CHECK(v == HelloVerdict::kAdmit);
+    if (v == HelloVerdict::kAdmit) {
+      FUZZ_CHECK(h.magic == kHelloMagic && h.nonce == kNonce);
+      FUZZ_CHECK(memcmp(h.secret, kSecret, sizeof(kSecret)) == 0);
+      FUZZ_CHECK(h.nranks >= 1 && h.nranks <= kMaxRanks && h.rank >= 0 && h.rank < h.nranks);
+      FUZZ_CHECK(h.infoBytes <= kMaxInfoBytes);
+      FUZZ_CHECK(received.size() >= sizeof(RootHello) + h.infoBytes);
+    }
+    if (!fixUp) FUZZ_CHECK(v != HelloVerdict::kAdmit || memcmp(bytes.data() + 8, kSecret, 16) == 0);
+    last = v;
+  }
+}
+
+void frames(const uint8_t* data, size_t size) {
+  std::string buffer(reinterpret_cast<const char*>(data) + 1, size - 1);
+  size_t consumed = 0;
+  for (;;) {
+    FrameHeader h{};
+    std::string body;
+    size_t before = buffer.size();
+    FrameVerdict v = takeRankFrame(&buffer, &h, &body);
+    if (v != FrameVerdict::kFrame) {
+      FUZZ_CHECK(buffer.size() == before);
+      break;
+    }
+    FUZZ_CHECK(h.kind == kFrameData || h.kind == kFrameBye);
+    FUZZ_CHECK(h.bytes <= kMaxFrameBytes && body.size() == h.bytes);
+    FUZZ_CHECK(before - buffer.size() == sizeof(FrameHeader) + h.bytes);
+    FUZZ_CHECK(memcmp(body.data(), data + 1 + consumed + sizeof(FrameHeader), h.bytes) == 0);
+    consumed += sizeof(FrameHeader) + h.bytes;
+  }
+  FUZZ_CHECK(consumed + buffer.size() == size - 1);
+}
+
+void reply(const uint8_t* data, size_t size) {
+  if (size < 2) return;
+  const int nranks = 1 + data[1] % 8;
+  std::string body(reinterpret_cast<const char*>(data) + 2, size - 2);
+  std::vector<std::string> all;
+  if (!splitRoundReply(body, nranks, &all)) return;
+  FUZZ_CHECK(static_cast<int>(all.size()) == nranks);
+  size_t total = 0;
+  for (const std::string& e : all) total += sizeof(uint32_t) + e.size();
+  FUZZ_CHECK(total <= body.size());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  switch (data[0] % 3) {
+    case 0:
+      hello(data, size);
+      break;
+    case 1:
+      frames(data, size);
+      break;
+    default:
+      reply(data, size);
+      break;
+  }
+  return 0;
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of the fuzz targets (corpus/<target>/): well-formed inputs that reach
+past the first checks, and a few classic malformed ones. Run from this folder after changing a
+wire format; the files are committed."""
+import os
+import struct
+
+HELLO_MAGIC = 0x4C485242
+UNIQUE_ID_MAGIC = 0x31445242
+
+
+def write(target, name, data):
+    os.makedirs(os.path.join("corpus", target), exist_ok=True)
+    with open(os.path.join("corpus", target, name), "wb") as f:
+        f.write(data)
+
+
+def sockaddr_in(port, ip=(127, 0, 0, 1)):
+    return struct.pack("<H", 2) + struct.pack(">H", port) + bytes(ip) + bytes(8)
+
+
+def sockaddr_in6(port):
+    return struct.pack("<H", 10) + struct.pack(">H", port) + bytes(4) + bytes(15) + b"\x01" + bytes(4)
+
+
+def unique_id(addr, flags=0, secret=bytes(range(16)), nonce=42):
+    fields = struct.pack("<II", UNIQUE_ID_MAGIC, flags) + addr.ljust(28, b"\0")
+    fields += struct.pack("<I", len(addr)) + secret + struct.pack("<Q", nonce)
+    return fields.ljust(128, b"\0")
+
+
+# unique_id_fuzz: 128 id bytes, then "NCCL_COMM_ID\nBRAID_COMM_SECRET".
+write("unique_id_fuzz", "v4", unique_id(sockaddr_in(29500)))
+write("unique_id_fuzz", "v6", unique_id(sockaddr_in6(29500), flags=1))
+write("unique_id_fuzz", "port0", unique_id(sockaddr_in(0)))
+write("unique_id_fuzz", "env_v4", unique_id(sockaddr_in(1)) + b"127.0.0.1:29500\n" + b"0123456789abcdef" * 2)
+write("unique_id_fuzz", "env_v6", bytes(128) + b"[::1]:29500\n" + b"FEDCBA9876543210" * 2)
+write("unique_id_fuzz", "env_bad_secret", bytes(128) + b"10.0.0.1:1\n" + b"+f" * 16)
+write("unique_id_fuzz", "env_port0", bytes(128) + b"10.0.0.1:0")
+
+# bootstrap_wire_fuzz: mode byte (0 hello, 1 frames, 2 reply), then the reader's input.
+def hello(nranks, rank, info):
+    h = struct.pack("<II", HELLO_MAGIC, 1) + bytes(range(1, 17)) + struct.pack("<Q", 0x1122334455667788)
+    return h + struct.pack("<iiII", nranks, rank, len(info), 0) + info
+
+
+write("bootstrap_wire_fuzz", "hello_fixed", b"\x00\x01" + hello(4, 2, b"info" * 8))
+write("bootstrap_wire_fuzz", "hello_slow", b"\x00\x00" + hello(2, 1, b"x"))
+write("bootstrap_wire_fuzz", "hello_big_info", b"\x00\x03" + hello(3, 0, bytes(5000)))
+frames = struct.pack("<II", 1, 5) + b"hello" + struct.pack("<II", 1, 0) + struct.pack("<II", 3, 0)
+write("bootstrap_wire_fuzz", "frames", b"\x01" + frames)
+write("bootstrap_wire_fuzz", "frame_huge", b"\x01" + struct.pack("<II", 1, 0xFFFFFFF0))
+write("bootstrap_wire_fuzz", "frame_kind", b"\x01" + struct.pack("<II", 2, 1) + b"e")
+reply = b"".join(struct.pack("<I", len(e)) + e for e in [b"a", b"", b"ccc"])
+write("bootstrap_wire_fuzz", "reply3", b"\x02\x02" + reply)
+write("bootstrap_wire_fuzz", "reply_truncated", b"\x02\x07" + struct.pack("<I", 0xFFFFFFFF) + b"x")
+
+# tcp_frames_fuzz: the byte stream from a peer: {slot descriptor, payload}... The descriptor is
+# transports/fifo.h's SlotInfo, payload length first: 8 bytes, or 32 with the operation's
+# fingerprint; seeds for both.
+for header in (8, 32):
+    def wire(payload, tag):
+        return (struct.pack("<II", len(payload), tag) + bytes(header - 8)) + payload
+
+    write("tcp_frames_fuzz", f"three_{header}", wire(b"a" * 64, 7) + wire(b"", 8) + wire(b"xyz", 9))
+    write("tcp_frames_fuzz", f"too_big_{header}", wire(b"b" * 10, 1) + wire(b"c" * 65, 2))
+    write("tcp_frames_fuzz", f"truncated_{header}", wire(b"d" * 20, 3)[:-5])
+    write("tcp_frames_fuzz", f"many_{header}", b"".join(wire(bytes([i]) * (i % 65), i) for i in range(40)))
