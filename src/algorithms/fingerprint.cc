@@ -15,7 +15,7 @@ constexpr uint64_t kOpAvg = 4;    // ncclAvg's value; resolved ops keep it in th
 constexpr uint64_t kOpPreMulSum = 5;
 
 constexpr uint64_t kAlgoMask = uint64_t(0xff) << 24;
-const char* const kAlgoNames[] = {"", "Ring", "Tree", "Self", "Direct"};
+const char* const kAlgoNames[] = {"", "Ring", "Tree", "Self", "Direct", "Bruck", "Rabenseifner"};
 
 uint64_t packWord2(OpKind kind, int dtype, uint64_t op, uint64_t algo, int rootOrPeer) {
   return static_cast<uint64_t>(kind) | (static_cast<uint64_t>(dtype & 0xff) << 8) | (op << 16) |

@@ -21,12 +21,15 @@ const char* collName(CollType c) {
 // Default preference order per collective; the selector may reorder by size and rank count.
 const std::vector<const Algorithm*>& algorithmsFor(CollType coll) {
   static const std::vector<const Algorithm*> allReduce = {selfCollective(), ringAllReduce(),
-                                                          treeAllReduce(), directAllReduce()};
-  static const std::vector<const Algorithm*> broadcast = {selfCollective(), ringBroadcast()};
+                                                          treeAllReduce(), directAllReduce(),
+                                                          rabenseifnerAllReduce()};
+  static const std::vector<const Algorithm*> broadcast = {selfCollective(), ringBroadcast(),
+                                                          treeBroadcast()};
   static const std::vector<const Algorithm*> reduce = {selfCollective(), ringReduce()};
-  static const std::vector<const Algorithm*> allGather = {selfCollective(), ringAllGather()};
-  static const std::vector<const Algorithm*> reduceScatter = {selfCollective(),
-                                                              ringReduceScatter()};
+  static const std::vector<const Algorithm*> allGather = {selfCollective(), ringAllGather(),
+                                                          bruckAllGather()};
+  static const std::vector<const Algorithm*> reduceScatter = {selfCollective(), ringReduceScatter(),
+                                                              bruckReduceScatter()};
   switch (coll) {
     case CollType::kAllReduce:
       return allReduce;

@@ -9,9 +9,13 @@ const Algorithm* selfCollective();
 const Algorithm* ringAllReduce();
 const Algorithm* treeAllReduce();
 const Algorithm* directAllReduce();
+const Algorithm* rabenseifnerAllReduce();
 const Algorithm* ringBroadcast();
+const Algorithm* treeBroadcast();
 const Algorithm* ringReduce();
 const Algorithm* ringAllGather();
+const Algorithm* bruckAllGather();
 const Algorithm* ringReduceScatter();
+const Algorithm* bruckReduceScatter();
 
 }  // namespace braid

@@ -194,4 +194,32 @@ TEST(Collectives, ProcessesSharedMemory) {
   }
 }
 
+// The logarithmic algorithms, forced: tree broadcast, Bruck allgather and reduce-scatter. Rank
+// counts cover powers of two and the ones where Bruck's last step moves fewer blocks (3, 5, 6).
+const char* const kLogarithmic = "broadcast:tree;allgather:bruck;reducescatter:bruck";
+
+TEST(Collectives, LogarithmicAlgorithmsThreads) {
+  auto env = kSmallSlots;
+  env.push_back({"NCCL_ALGO", kLogarithmic});
+  for (int n : {2, 3, 4, 5, 6, 8}) {
+    // Every op and the multi-chunk count at 5 ranks; the sums at small counts elsewhere.
+    bool small = n != 5;
+    auto report = braid::test::runThreads(
+        n, [small](RankContext& ctx) { sweep(ctx, small); }, options(env));
+    BRAID_EXPECT_ALL_RANKS_OK(report);
+  }
+}
+
+TEST(Collectives, LogarithmicAlgorithmsProcessesAndTcp) {
+  auto env = kSmallSlots;
+  env.push_back({"NCCL_ALGO", kLogarithmic});
+  auto report = braid::test::runProcesses(
+      3, [](RankContext& ctx) { sweep(ctx, true); }, options(env));
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+  env.push_back({"BRAID_TRANSPORTS", "tcp"});
+  report = braid::test::runThreads(
+      5, [](RankContext& ctx) { sweep(ctx, true); }, options(env));
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
 }  // namespace

@@ -19,7 +19,7 @@ std::vector<GridPoint> smallGrid() {
   std::vector<GridPoint> out;
   for (const char* transport : {"local", "shm", "tcp"}) {
     out.push_back({"Ring", transport, 1});  // one rank: no algorithm runs, only pre/post ops
-    for (const char* algo : {"Ring", "Tree", "Direct"})
+    for (const char* algo : {"Ring", "Tree", "Direct", "Rabenseifner"})
       for (int n : {2, 3, 5}) out.push_back({algo, transport, n});
   }
   return out;
@@ -48,6 +48,10 @@ std::vector<GridPoint> chunkGrid() {
     out.push_back({algo, "shm", 4});
     out.push_back({algo, "tcp", 4});
   }
+  // Rabenseifner shares its steps with the Bruck allgather and reduce-scatter, whose exact grid
+  // (tests/collectives) covers 2-8 ranks on each transport: two points keep CI time down.
+  out.push_back({"Rabenseifner", "local", 4});
+  out.push_back({"Rabenseifner", "tcp", 4});
   return out;
 }
 

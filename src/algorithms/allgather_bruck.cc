@@ -1,0 +1,41 @@
+// Logarithmic allgather for small messages (Bruck): ceil(log2 n) steps for any rank count instead
+// of the ring's n-1, each rank sending the blocks it has so far to the rank 2^k behind it. The
+// blocks are gathered in rotated order in a scratch buffer and rotated into place at the end.
+#include <vector>
+
+#include "algorithms/bruck.h"
+#include "algorithms/registry.h"
+
+namespace braid {
+namespace {
+
+class BruckAllGather : public Algorithm {
+ public:
+  const char* name() const override { return "Bruck"; }
+  bool supports(const CollArgs& args, const ncclComm& comm) const override {
+    return args.coll == CollType::kAllGather && comm.nranks > 1 && allPairsConnected(comm);
+  }
+  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
+    if (args.count == 0) return ncclSuccess;
+    const int n = comm.nranks;
+    std::vector<size_t> starts(n + 1);
+    for (int b = 0; b <= n; b++) starts[b] = static_cast<size_t>(b) * args.count;
+    BruckLayout layout(comm.rank, n, std::move(starts));
+    thread_local std::vector<char> rotated;
+    rotated.resize(layout.total() * args.elemSize);
+    // The rank's own block first (in place, sendbuff is that block of recvbuff: read it first).
+    kernels::copy(rotated.data(), nullptr, args.sendbuff, args.count * args.elemSize);
+    BRAID_TRY(runBruckAllGather(comm, args, layout, rotated.data()));
+    layout.rotateOut(args, rotated.data(), args.recvbuff);
+    return ncclSuccess;
+  }
+};
+
+}  // namespace
+
+const Algorithm* bruckAllGather() {
+  static BruckAllGather a;
+  return &a;
+}
+
+}  // namespace braid

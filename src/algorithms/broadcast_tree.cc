@@ -1,0 +1,58 @@
+// Tree broadcast for small messages: a binary tree over the ranks renumbered relative to the
+// root (relative rank v has children 2v+1 and 2v+2), pipelined in slot-sized chunks; each rank
+// copies a chunk into its output while forwarding it to its children in one pass. Depth
+// floor(log2 n) instead of the ring's n-1 hops, so latency grows with log2(n).
+#include <algorithm>
+
+#include "algorithms/primitives.h"
+#include "algorithms/registry.h"
+
+namespace braid {
+namespace {
+
+class TreeBroadcast : public Algorithm {
+ public:
+  const char* name() const override { return "Tree"; }
+
+  bool supports(const CollArgs& args, const ncclComm& comm) const override {
+    if (args.coll != CollType::kBroadcast || comm.nranks < 2) return false;
+    // Tree edges join arbitrary pairs; the answer must be the same on every rank, so it asks
+    // for every pair (BRAID_CONNECT=neighbours connects only ring and double-tree neighbours).
+    for (int p = 0; p < comm.nranks; p++)
+      if (p != comm.rank && (!comm.sendTo[p] || !comm.recvFrom[p])) return false;
+    return true;
+  }
+
+  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
+    const int n = comm.nranks;
+    const int v = (comm.rank - args.root + n) % n;
+    auto absolute = [&](int rel) { return (rel + args.root) % n; };
+    int parent = v == 0 ? -1 : absolute((v - 1) / 2);
+    int children[2] = {2 * v + 1 < n ? absolute(2 * v + 1) : -1,
+                       2 * v + 2 < n ? absolute(2 * v + 2) : -1};
+    Primitives prims(comm, args, std::span<const int>(&parent, 1), children);
+    const bool isRoot = v == 0, isLeaf = children[0] < 0;
+    auto* in = static_cast<const char*>(args.sendbuff);
+    auto* out = static_cast<char*>(args.recvbuff);
+    const size_t es = args.elemSize, step = prims.maxElems();
+    for (size_t off = 0; off < args.count; off += step) {
+      size_t len = std::min(step, args.count - off);
+      if (isRoot)
+        BRAID_TRY(prims.copyCopySend(in + off * es, out + off * es, len));
+      else if (isLeaf)
+        BRAID_TRY(prims.recv(out + off * es, len));
+      else
+        BRAID_TRY(prims.recvCopySend(out + off * es, len));
+    }
+    return ncclSuccess;
+  }
+};
+
+}  // namespace
+
+const Algorithm* treeBroadcast() {
+  static TreeBroadcast a;
+  return &a;
+}
+
+}  // namespace braid

@@ -1,0 +1,39 @@
+// Logarithmic reduce-scatter for small messages: Bruck's allgather run backwards, ceil(log2 n)
+// steps for any rank count instead of the ring's n-1. Each rank's contributions (pre-op applied)
+// are rotated into a scratch buffer so that its own block comes first; partial results shrink
+// towards relative block 0, which the last step finishes into the output.
+#include <vector>
+
+#include "algorithms/bruck.h"
+#include "algorithms/registry.h"
+
+namespace braid {
+namespace {
+
+class BruckReduceScatter : public Algorithm {
+ public:
+  const char* name() const override { return "Bruck"; }
+  bool supports(const CollArgs& args, const ncclComm& comm) const override {
+    return args.coll == CollType::kReduceScatter && comm.nranks > 1 && allPairsConnected(comm);
+  }
+  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
+    if (args.count == 0) return ncclSuccess;
+    const int n = comm.nranks;
+    std::vector<size_t> starts(n + 1);
+    for (int b = 0; b <= n; b++) starts[b] = static_cast<size_t>(b) * args.count;
+    BruckLayout layout(comm.rank, n, std::move(starts));
+    thread_local std::vector<char> acc;
+    acc.resize(layout.total() * args.elemSize);
+    layout.rotateIn(args, args.sendbuff, acc.data(), true);
+    return runBruckReduceScatter(comm, args, layout, acc.data(), args.recvbuff);
+  }
+};
+
+}  // namespace
+
+const Algorithm* bruckReduceScatter() {
+  static BruckReduceScatter a;
+  return &a;
+}
+
+}  // namespace braid
