@@ -192,10 +192,11 @@ struct NamedCase {
   Named scenario;
   RankShape shape;
   const char* transports;
+  const char* algo;
 };
 
 void PrintTo(const NamedCase& c, std::ostream* os) {
-  *os << c.scenario.name << "/" << shapeName(c.shape) << "/" << c.transports;
+  *os << c.scenario.name << "/" << shapeName(c.shape) << "/" << c.transports << "/" << c.algo;
 }
 
 class NamedMismatch : public ::testing::TestWithParam<NamedCase> {};
@@ -207,7 +208,7 @@ TEST_P(NamedMismatch, TheDetectingRankNamesBothCalls) {
   o.env = {{"NCCL_SOCKET_IFNAME", "lo"},
            {"BRAID_TIMEOUT_S", "4"},
            {"BRAID_TRANSPORTS", c.transports},
-           {"NCCL_ALGO", "Ring"},
+           {"NCCL_ALGO", c.algo},
            {"BRAID_SLOT_BYTES", "4096"}};
   o.timeoutS = 60;
   auto body = [n](RankContext& ctx) {
@@ -231,12 +232,11 @@ TEST_P(NamedMismatch, TheDetectingRankNamesBothCalls) {
     ctx.report("seconds", std::to_string(now() - start));
     ctx.report("result", std::to_string(r));
     ctx.report("error", r == ncclSuccess ? "" : ncclGetLastError(comm));
-    // A rank whose part succeeded (a sender) leaves gracefully, so what it sent (over TCP: still
-    // in its proxy's queue) reaches the peer that must detect the mismatch.
-    if (r == ncclSuccess)
-      ncclCommDestroy(comm);
-    else
-      ncclCommAbort(comm);
+    // Every rank leaves with destroy, which delivers what it already sent (over TCP it may still
+    // be in its proxy's queue): the data of a sender whose part succeeded must reach the rank that
+    // detects the mismatch, and the last agreeing allreduce's data must reach its peers before a
+    // fast-failing rank goes (abort would drop it).
+    ncclCommDestroy(comm);
   };
   RunReport report =
       c.shape == RankShape::kThreads ? runThreads(3, body, o) : runProcesses(3, body, o);
@@ -266,7 +266,13 @@ std::vector<NamedCase> namedCases() {
   std::vector<NamedCase> cases;
   for (const Named& n : kNamed)
     for (RankShape shape : {RankShape::kThreads, RankShape::kProcesses})
-      for (const char* t : {"local,shm", "tcp"}) cases.push_back({n, shape, t});
+      for (const char* t : {"local,shm", "tcp"}) cases.push_back({n, shape, t, "Ring"});
+  // The tree moves allreduce data along other edges: the detecting ranks differ, the sentences
+  // must not.
+  for (const Named& n : kNamed)
+    if (!strcmp(n.call[0].coll, "AllReduce") && !strcmp(n.call[1].coll, "AllReduce"))
+      for (const char* t : {"local,shm", "tcp"})
+        cases.push_back({n, RankShape::kProcesses, t, "Tree"});
   return cases;
 }
 
@@ -274,7 +280,8 @@ INSTANTIATE_TEST_SUITE_P(Calls, NamedMismatch, ::testing::ValuesIn(namedCases())
                          [](const auto& info) {
                            const NamedCase& c = info.param;
                            return std::string(c.scenario.name) + "_" + shapeName(c.shape) + "_" +
-                                  (strcmp(c.transports, "tcp") == 0 ? "tcp" : "memory");
+                                  (strcmp(c.transports, "tcp") == 0 ? "tcp" : "memory") + "_" +
+                                  c.algo;
                          });
 
 }  // namespace
