@@ -270,6 +270,14 @@ void judge(const std::string& scenario, Wire wire, const test::RunReport& report
     }
     row.ranks.push_back(cellText);
   }
+  if (verdict.someErrorMentions) {
+    bool named = false;
+    for (const test::RankResult& r : report.ranks)
+      named |= value(r, "error").find(verdict.someErrorMentions) != std::string::npos;
+    if (!named)
+      problems.push_back(std::string("no error text mentions \"") + verdict.someErrorMentions +
+                         "\"");
+  }
   row.timeToError = slowest < 0 ? "-" : fixed(slowest, 2) + " s";
   if (!leftovers.empty()) problems.push_back("left in /dev/shm: " + leftovers);
   row.passed = problems.empty();

@@ -98,6 +98,9 @@ struct Verdict {
   double maxErrorS = 0;  ///< every error within this many seconds of its call's start
   double minErrorS = 0;  ///< and not before this (a timeout that must not come early)
   const char* errorMentions = nullptr;  ///< every error text contains this (case-sensitive)
+  /// At least one error text contains this: the first rank to fail names the cause, the ones
+  /// waiting on it may see it leave instead.
+  const char* someErrorMentions = nullptr;
 };
 
 /// Builds the table row of a run, records it, and asserts the verdict plus the suite's

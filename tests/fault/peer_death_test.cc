@@ -163,7 +163,7 @@ TEST_P(StopCalling, OthersFailAtTheDeadline) {
   v.ranks[kStalled] = Expect::kVictimAny;
   v.maxErrorS = kStallTimeoutS;
   v.minErrorS = kStallTimeoutS - 0.5;  // the peer is alive: no error before the deadline
-  v.errorMentions = "timed out";
+  v.someErrorMentions = "timed out";
   judge("middle rank stops calling", wire, report, leftoverShm(before), v, "BRAID_TIMEOUT_S=4");
 }
 
