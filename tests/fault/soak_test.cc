@@ -270,8 +270,9 @@ TEST(Soak, RandomMixStaysExactAndLeaksNothing) {
   EXPECT_EQ(fdsAfter, fdsBefore) << "file descriptors leaked";
   // Short runs are still warming up (new sizes and transports each round): asserted from 20
   // rounds (800 operations) on, reported always.
-  if (rounds >= 20)
+  if (rounds >= 20) {
     EXPECT_LT(rssEnd - rssWarm, 64 * 1024) << "resident memory kept growing after the first half";
+  }
   EXPECT_EQ(leftoverShm(shmBefore), "") << "left in /dev/shm";
 }
 
