@@ -24,7 +24,7 @@ class BruckAllGather : public Algorithm {
     thread_local std::vector<char> rotated;
     rotated.resize(layout.total() * args.elemSize);
     // The rank's own block first (in place, sendbuff is that block of recvbuff: read it first).
-    kernels::copy(rotated.data(), nullptr, args.sendbuff, args.count * args.elemSize);
+    cachedCopy(rotated.data(), args.sendbuff, args.count * args.elemSize);
     BRAID_TRY(runBruckAllGather(comm, args, layout, rotated.data()));
     layout.rotateOut(args, rotated.data(), args.recvbuff);
     return ncclSuccess;

@@ -34,6 +34,15 @@ int stepCount(int n) {
 
 }  // namespace
 
+// In pieces: above a size tied to the cache size, glibc's memcpy switches to non-temporal stores,
+// and every rotated block is read again soon after (measured: 4x slower at 128 KiB).
+void cachedCopy(void* dst, const void* src, size_t bytes) {
+  constexpr size_t kPiece = 16 * 1024;
+  for (size_t off = 0; off < bytes; off += kPiece)
+    kernels::copy(static_cast<char*>(dst) + off, nullptr, static_cast<const char*>(src) + off,
+                  std::min(kPiece, bytes - off));
+}
+
 BruckLayout::BruckLayout(int rank_, int nranks_, std::vector<size_t> blockStart)
     : rank(rank_), nranks(nranks_), absStart(std::move(blockStart)), relStart(nranks_ + 1, 0) {
   for (int j = 0; j < nranks; j++) {
@@ -51,7 +60,7 @@ void BruckLayout::rotateIn(const CollArgs& args, const void* in, void* rotated, 
     if (preOp)
       kernels::reduce(args.op, to, nullptr, nullptr, from, n, kernels::kApplyPre);
     else
-      kernels::copy(to, nullptr, from, n * es);
+      cachedCopy(to, from, n * es);
   };
   move(dst, src + absStart[rank] * es, head);
   move(dst + head * es, src, absStart[rank]);
@@ -61,8 +70,8 @@ void BruckLayout::rotateOut(const CollArgs& args, const void* rotated, void* out
   const size_t es = args.elemSize, head = total() - absStart[rank];
   auto* src = static_cast<const char*>(rotated);
   auto* dst = static_cast<char*>(out);
-  if (head) kernels::copy(dst + absStart[rank] * es, nullptr, src, head * es);
-  if (absStart[rank]) kernels::copy(dst, nullptr, src + head * es, absStart[rank] * es);
+  cachedCopy(dst + absStart[rank] * es, src, head * es);
+  cachedCopy(dst, src + head * es, absStart[rank] * es);
 }
 
 bool allPairsConnected(const ncclComm& comm) {

@@ -28,6 +28,9 @@ struct BruckLayout {
   void rotateOut(const CollArgs& args, const void* rotated, void* out) const;
 };
 
+/// memcpy that keeps the destination in cache (see bruck.cc).
+void cachedCopy(void* dst, const void* src, size_t bytes);
+
 /// True when every pair of ranks is connected (the same answer on every rank).
 bool allPairsConnected(const ncclComm& comm);
 
