@@ -9,7 +9,9 @@ namespace braid {
 
 size_t fifoBytes(uint32_t nslots, size_t slotBytes) {
   size_t ctrl = (sizeof(FifoControl) + 4095) & ~size_t(4095);
-  return ctrl + static_cast<size_t>(nslots) * slotBytes;
+  // A whole number of pages: aligned_alloc(4096, n) requires n to be a multiple of 4096 (any
+  // BRAID_SLOT_BYTES, or a small slot count, could make it otherwise).
+  return (ctrl + static_cast<size_t>(nslots) * slotBytes + 4095) & ~size_t(4095);
 }
 
 FifoControl* fifoInit(void* mem, uint32_t nslots, size_t slotBytes) {
