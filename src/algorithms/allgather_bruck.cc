@@ -21,12 +21,12 @@ class BruckAllGather : public Algorithm {
     std::vector<size_t> starts(n + 1);
     for (int b = 0; b <= n; b++) starts[b] = static_cast<size_t>(b) * args.count;
     BruckLayout layout(comm.rank, n, std::move(starts));
-    thread_local std::vector<char> rotated;
-    rotated.resize(layout.total() * args.elemSize);
+    thread_local std::vector<char> storage;
+    char* rotated = pageAlignedScratch(storage, layout.total() * args.elemSize);
     // The rank's own block first (in place, sendbuff is that block of recvbuff: read it first).
-    cachedCopy(rotated.data(), args.sendbuff, args.count * args.elemSize);
-    BRAID_TRY(runBruckAllGather(comm, args, layout, rotated.data()));
-    layout.rotateOut(args, rotated.data(), args.recvbuff);
+    cachedCopy(rotated, args.sendbuff, args.count * args.elemSize);
+    BRAID_TRY(runBruckAllGather(comm, args, layout, rotated));
+    layout.rotateOut(args, rotated, args.recvbuff);
     return ncclSuccess;
   }
 };

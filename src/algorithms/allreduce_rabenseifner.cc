@@ -24,12 +24,12 @@ class RabenseifnerAllReduce : public Algorithm {
     std::vector<size_t> starts(n + 1);
     for (int b = 0; b <= n; b++) starts[b] = b * each + std::min(static_cast<size_t>(b), extra);
     BruckLayout layout(comm.rank, n, std::move(starts));
-    thread_local std::vector<char> acc;
-    acc.resize(layout.total() * args.elemSize);
-    layout.rotateIn(args, args.sendbuff, acc.data(), true);
-    BRAID_TRY(runBruckReduceScatter(comm, args, layout, acc.data(), acc.data()));
-    BRAID_TRY(runBruckAllGather(comm, args, layout, acc.data()));
-    layout.rotateOut(args, acc.data(), args.recvbuff);
+    thread_local std::vector<char> storage;
+    char* acc = pageAlignedScratch(storage, layout.total() * args.elemSize);
+    layout.rotateIn(args, args.sendbuff, acc, true);
+    BRAID_TRY(runBruckReduceScatter(comm, args, layout, acc, acc));
+    BRAID_TRY(runBruckAllGather(comm, args, layout, acc));
+    layout.rotateOut(args, acc, args.recvbuff);
     return ncclSuccess;
   }
 };

@@ -31,6 +31,10 @@ struct BruckLayout {
 /// memcpy that keeps the destination in cache (see bruck.cc).
 void cachedCopy(void* dst, const void* src, size_t bytes);
 
+/// A page-aligned scratch area of `bytes` inside `storage` (grown as needed). Aligned like the
+/// users' buffers and the FIFO slots, so memcpy between them does not hit 4 KiB aliasing.
+char* pageAlignedScratch(std::vector<char>& storage, size_t bytes);
+
 /// True when every pair of ranks is connected (the same answer on every rank).
 bool allPairsConnected(const ncclComm& comm);
 

@@ -22,10 +22,10 @@ class BruckReduceScatter : public Algorithm {
     std::vector<size_t> starts(n + 1);
     for (int b = 0; b <= n; b++) starts[b] = static_cast<size_t>(b) * args.count;
     BruckLayout layout(comm.rank, n, std::move(starts));
-    thread_local std::vector<char> acc;
-    acc.resize(layout.total() * args.elemSize);
-    layout.rotateIn(args, args.sendbuff, acc.data(), true);
-    return runBruckReduceScatter(comm, args, layout, acc.data(), args.recvbuff);
+    thread_local std::vector<char> storage;
+    char* acc = pageAlignedScratch(storage, layout.total() * args.elemSize);
+    layout.rotateIn(args, args.sendbuff, acc, true);
+    return runBruckReduceScatter(comm, args, layout, acc, args.recvbuff);
   }
 };
 
