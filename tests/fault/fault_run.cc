@@ -26,8 +26,12 @@ std::string fixed(double x, int digits) {
   return buf;
 }
 
+// Keeps the start (the call) and the end (the cause: contexts are prefixed, the root cause comes
+// last).
 std::string shorten(const std::string& text, size_t max) {
-  return text.size() <= max ? text : text.substr(0, max - 3) + "...";
+  if (text.size() <= max) return text;
+  const size_t head = max / 3, tail = max - head - 5;
+  return text.substr(0, head) + " ... " + text.substr(text.size() - tail);
 }
 
 }  // namespace
@@ -208,7 +212,7 @@ void judge(const std::string& scenario, Wire wire, const test::RunReport& report
   row.scenario = scenario + (note.empty() ? "" : " (" + note + ")");
   row.wire = wireName(wire);
   row.leftovers = leftovers.empty() ? "none" : leftovers;
-  double slowest = -1;
+  double slowest = -1, firstErrorS = 1e300;
   std::vector<std::string> problems;
   if (!report.setupError.empty()) problems.push_back("setup: " + report.setupError);
   for (const test::RankResult& r : report.ranks) {
@@ -243,7 +247,11 @@ void judge(const std::string& scenario, Wire wire, const test::RunReport& report
           slowest = std::max(slowest, s);
           cellText =
               value(r, "code") + " in " + value(r, "failed_in") + " after " + fixed(s, 2) + " s";
-          if (row.error.empty() && expect != Expect::kSuccess) row.error = shorten(error, 140);
+          // The first to fail is the one that saw the cause; the others may see it leave.
+          if (expect != Expect::kSuccess && s < firstErrorS) {
+            firstErrorS = s;
+            row.error = shorten(error, 140);
+          }
           if (expect == Expect::kSuccess) problems.push_back(who + "unexpected error: " + error);
           const bool mayFail = expect == Expect::kError || expect == Expect::kSuccessOrError;
           if (mayFail && verdict.maxErrorS > 0 && s > verdict.maxErrorS + kSlackS)

@@ -56,7 +56,7 @@ std::string renderTable(const std::vector<FaultRow>& all) {
   std::ostringstream out;
   out << "| scenario | transport |";
   for (size_t i = 0; i < maxRanks; i++) out << " rank " << i << " |";
-  out << " time to error | /dev/shm left | error text (one survivor) |\n|---|---|";
+  out << " time to error | /dev/shm left | error text (first rank to fail) |\n|---|---|";
   for (size_t i = 0; i < maxRanks; i++) out << "---|";
   out << "---|---|---|\n";
   for (const FaultRow& r : all) {

@@ -15,7 +15,7 @@ struct FaultRow {
   std::vector<std::string> ranks;  ///< one cell per rank
   std::string timeToError;         ///< slowest survivor's failing call, or "-"
   std::string leftovers;           ///< /dev/shm entries left behind, or "none"
-  std::string error;               ///< a survivor's error text (shortened)
+  std::string error;               ///< the first failing rank's error text (shortened)
   bool passed = true;
 };
 
