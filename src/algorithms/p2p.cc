@@ -1,11 +1,8 @@
 #include "algorithms/p2p.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cstring>
 #include <string>
-#include <thread>
 
 #include "algorithms/fingerprint.h"
 #include "kernels/reduce.h"
@@ -54,6 +51,32 @@ ncclResult_t runSelf(const std::vector<P2pOp>& ops, int self) {
       kernels::copy(recvs[i]->dst, nullptr, sends[i]->src, sends[i]->bytes);
   }
   return ncclSuccess;
+}
+
+// Sleeps until the first pending transfer can move (its peer posts a slot or frees one), or
+// for at most sliceNs; the sleeper count tells the peer's post/release to wake this rank.
+void sleepOnFirstPending(ncclComm& comm, const std::vector<Progress>& work, int64_t sliceNs) {
+  for (const Progress& p : work) {
+    if (p.finished) continue;
+    FifoControl* c = p.op->isSend ? comm.sendTo[p.op->peer]->fifo().control()
+                                  : comm.recvFrom[p.op->peer]->fifo().control();
+    std::atomic<uint32_t>* word = p.op->isSend ? &c->tail : &c->head;
+    std::atomic<uint32_t>* sleepers = p.op->isSend ? &c->tailSleepers : &c->headSleepers;
+    uint32_t seen = word->load(std::memory_order_seq_cst);
+    sleepers->fetch_add(1, std::memory_order_seq_cst);
+    bool ready;
+    if (p.op->isSend) {
+      void* slot;
+      ready = comm.sendTo[p.op->peer]->fifo().tryAcquire(&slot);
+    } else {
+      const void* slot;
+      SlotInfo info;
+      ready = comm.recvFrom[p.op->peer]->fifo().tryWait(&slot, &info);
+    }
+    if (!ready) futexWait(word, seen, sliceNs);
+    sleepers->fetch_sub(1, std::memory_order_seq_cst);
+    return;
+  }
 }
 
 }  // namespace
@@ -107,15 +130,21 @@ static ncclResult_t runBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
       }
     }
     if (progressed) {
+      // Spinning paid (the peer answered within the budget): grow the budget back.
+      int& now = comm.policy.spinNow;
+      if (idle > 0 && now >= 0 && idle < now) now = std::min(comm.policy.spinIters, now * 2 + 16);
       idle = 0;
       continue;
     }
-    // Nothing moved: spin a little, then give the core away in growing sleeps, checking the
-    // abort flag, the deadline and the peers between them.
-    if (++idle < comm.policy.spinIters) {
+    // Nothing moved: spin within the communicator's adaptive budget (as every other wait
+    // does), then sleep on the first pending transfer's FIFO word, so its peer's post or
+    // release wakes this rank at once; the other transfers are polled between slices.
+    const int budget = comm.policy.spinNow >= 0 ? comm.policy.spinNow : comm.policy.spinIters;
+    if (++idle < budget) {
       cpuRelax();
       continue;
     }
+    if (idle == budget) comm.policy.spinNow = budget / 2;  // spinning did not pay this time
     if (comm.abortFlag.load())
       return fail(ncclInvalidUsage, "point-to-point: communicator aborted");
     if (deadline.expired())
@@ -125,7 +154,7 @@ static ncclResult_t runBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
                   comm.policy.timeoutS, comm.rank, remaining, pendingTransfers(work).c_str(),
                   static_cast<unsigned long long>(comm.opCount),
                   comm.recorder.peerSummary().c_str());
-    if (idle % 64 == 0) {
+    if ((idle - budget) % 16 == 15) {
       for (Progress& p : work) {
         if (p.finished) continue;
         LivenessCheck* live = p.op->isSend ? comm.sendTo[p.op->peer]->fifo().liveness()
@@ -133,11 +162,9 @@ static ncclResult_t runBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
         if (live) BRAID_TRY(live->check());
       }
     }
-    int64_t sleepUs = std::min<int64_t>(1000, (idle - comm.policy.spinIters) / 4);
-    if (sleepUs <= 0)
-      sched_yield();
-    else
-      std::this_thread::sleep_for(std::chrono::microseconds(sleepUs));
+    // Slices grow from 20 us to 2 ms: prompt when several transfers alternate, idle otherwise.
+    int64_t sliceNs = std::min<int64_t>(2000000, int64_t{20000} << std::min(idle - budget, 7));
+    sleepOnFirstPending(comm, work, sliceNs);
   }
   return ncclSuccess;
 }
