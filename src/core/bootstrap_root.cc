@@ -51,7 +51,13 @@ class Root {
       if (n < 0 && errno != EINTR) break;
       if (listenFd_ >= 0 && (fds[0].revents & POLLIN)) acceptOne();
       servePending();
-      if (!serveRanks()) break;
+      if (failure_.empty() && !serveRanks()) {
+        // Ranks still on their way would knock on a closed port until their deadline, unable
+        // to tell a failed rendezvous from a late one: keep the port and tell them why.
+        for (auto& r : ranks_)
+          if (r.fd >= 0) close(r.fd), r.fd = -1;
+        if (admitted_ || listenFd_ < 0) break;
+      }
       if (!admitted_ && idle.expired()) {
         BRAID_WARN("bootstrap root: not every rank arrived within %.0f s; giving up", timeoutS_);
         broadcastError("bootstrap: not every rank arrived before the timeout");
@@ -120,6 +126,13 @@ class Root {
     if (verdict == HelloVerdict::kNeedMore) return 0;
     if (verdict == HelloVerdict::kReject) {
       BRAID_WARN("bootstrap root: rejected a connection without this communicator's secret");
+      return -1;
+    }
+    if (!failure_.empty()) {  // a rank arriving after the rendezvous failed: tell it why
+      FrameHeader e{kFrameError, static_cast<uint32_t>(failure_.size())};
+      Deadline d = Deadline::after(1);
+      if (sendAll(p.fd, &e, sizeof(e), d, nullptr) == ncclSuccess)
+        sendAll(p.fd, failure_.data(), failure_.size(), d, nullptr);
       return -1;
     }
     if (ranks_.empty()) {
@@ -207,6 +220,7 @@ class Root {
   }
 
   void broadcastError(const std::string& msg) {
+    failure_ = msg;
     FrameHeader h{kFrameError, static_cast<uint32_t>(msg.size())};
     Deadline d = Deadline::after(1);
     for (auto& r : ranks_) {
@@ -224,6 +238,7 @@ class Root {
   uint32_t infoBytes_ = 0;
   int joined_ = 0;
   bool admitted_ = false;
+  std::string failure_;  ///< set once the rendezvous failed: latecomers get this error
 };
 
 }  // namespace
