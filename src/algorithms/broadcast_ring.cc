@@ -1,8 +1,7 @@
 // Ring broadcast: the root's data flows around the ring starting at the root, in slot-sized
 // chunks, each rank copying a chunk into its output while forwarding it (one pass).
-#include <algorithm>
 
-#include "algorithms/primitives.h"
+#include "algorithms/broadcast_pipeline.h"
 #include "algorithms/registry.h"
 #include "patterns/ring.h"
 
@@ -22,19 +21,10 @@ class RingBroadcast : public Algorithm {
     const bool isLast = next == args.root;  // the end of the chain sends nothing on
     Primitives prims(comm, args, std::span<const int>(&prev, isRoot ? 0 : 1),
                      std::span<const int>(&next, isLast ? 0 : 1));
-    auto* in = static_cast<const char*>(args.sendbuff);
-    auto* out = static_cast<char*>(args.recvbuff);
-    const size_t es = args.elemSize, step = prims.maxElems();
-    for (size_t off = 0; off < args.count; off += step) {
-      size_t len = std::min(step, args.count - off);
-      if (isRoot)
-        BRAID_TRY(prims.copyCopySend(in + off * es, out + off * es, len));
-      else if (isLast)
-        BRAID_TRY(prims.recv(out + off * es, len));
-      else
-        BRAID_TRY(prims.recvCopySend(out + off * es, len));
-    }
-    return ncclSuccess;
+    BroadcastRole role = isRoot   ? BroadcastRole::kRoot
+                         : isLast ? BroadcastRole::kLeaf
+                                  : BroadcastRole::kInner;
+    return pipelineBroadcast(prims, args, role);
   }
 };
 

@@ -2,9 +2,8 @@
 // root (relative rank v has children 2v+1 and 2v+2), pipelined in slot-sized chunks; each rank
 // copies a chunk into its output while forwarding it to its children in one pass. Depth
 // floor(log2 n) instead of the ring's n-1 hops, so latency grows with log2(n).
-#include <algorithm>
 
-#include "algorithms/primitives.h"
+#include "algorithms/broadcast_pipeline.h"
 #include "algorithms/registry.h"
 
 namespace braid {
@@ -31,20 +30,10 @@ class TreeBroadcast : public Algorithm {
     int children[2] = {2 * v + 1 < n ? absolute(2 * v + 1) : -1,
                        2 * v + 2 < n ? absolute(2 * v + 2) : -1};
     Primitives prims(comm, args, std::span<const int>(&parent, 1), children);
-    const bool isRoot = v == 0, isLeaf = children[0] < 0;
-    auto* in = static_cast<const char*>(args.sendbuff);
-    auto* out = static_cast<char*>(args.recvbuff);
-    const size_t es = args.elemSize, step = prims.maxElems();
-    for (size_t off = 0; off < args.count; off += step) {
-      size_t len = std::min(step, args.count - off);
-      if (isRoot)
-        BRAID_TRY(prims.copyCopySend(in + off * es, out + off * es, len));
-      else if (isLeaf)
-        BRAID_TRY(prims.recv(out + off * es, len));
-      else
-        BRAID_TRY(prims.recvCopySend(out + off * es, len));
-    }
-    return ncclSuccess;
+    BroadcastRole role = v == 0            ? BroadcastRole::kRoot
+                         : children[0] < 0 ? BroadcastRole::kLeaf
+                                           : BroadcastRole::kInner;
+    return pipelineBroadcast(prims, args, role);
   }
 };
 

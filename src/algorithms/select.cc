@@ -1,7 +1,7 @@
 // Algorithm choice per call. NCCL_ALGO forces (a list such as "Tree", "ring,tree", "^tree", or
 // the per-collective form "allreduce:tree;broadcast:ring"); otherwise a rule on size and rank
-// count: the double binary tree for small messages at 3+ ranks (log n latency), the ring for
-// the rest (bandwidth-optimal). An algorithm that does not support a call hands over to the next.
+// count: Direct (one hop) up to 16 KiB, the tree (log n hops) up to 64 KiB at 3+ ranks, the ring
+// (bandwidth-optimal) above. An algorithm that does not support a call hands over to the next.
 #include <strings.h>
 
 #include <sstream>
