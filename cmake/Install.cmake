@@ -8,6 +8,10 @@ install(TARGETS braid braid_headers EXPORT BraidTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# GradSync (include/braid/gradsync.h) as Braid::braid_gradsync, a static library over the API.
+if(TARGET braid_gradsync)
+  install(TARGETS braid_gradsync EXPORT BraidTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(CODE "
   execute_process(COMMAND \${CMAKE_COMMAND} -E create_symlink libbraid.so.${PROJECT_VERSION_MAJOR}
