@@ -17,10 +17,7 @@ class BruckAllGather : public Algorithm {
   }
   ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
     if (args.count == 0) return ncclSuccess;
-    const int n = comm.nranks;
-    std::vector<size_t> starts(n + 1);
-    for (int b = 0; b <= n; b++) starts[b] = static_cast<size_t>(b) * args.count;
-    BruckLayout layout(comm.rank, n, std::move(starts));
+    BruckLayout layout = BruckLayout::equalBlocks(comm.rank, comm.nranks, args.count);
     thread_local std::vector<char> storage;
     char* rotated = pageAlignedScratch(storage, layout.total() * args.elemSize);
     // The rank's own block first (in place, sendbuff is that block of recvbuff: read it first).

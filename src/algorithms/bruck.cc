@@ -45,6 +45,12 @@ void cachedCopy(void* dst, const void* src, size_t bytes) {
                   std::min(kPiece, bytes - off));
 }
 
+BruckLayout BruckLayout::equalBlocks(int rank, int nranks, size_t count) {
+  std::vector<size_t> starts(nranks + 1);
+  for (int b = 0; b <= nranks; b++) starts[b] = static_cast<size_t>(b) * count;
+  return BruckLayout(rank, nranks, std::move(starts));
+}
+
 BruckLayout::BruckLayout(int rank_, int nranks_, std::vector<size_t> blockStart)
     : rank(rank_), nranks(nranks_), absStart(std::move(blockStart)), relStart(nranks_ + 1, 0) {
   for (int j = 0; j < nranks; j++) {

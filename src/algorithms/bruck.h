@@ -18,6 +18,8 @@ namespace braid {
 /// may differ (an allreduce's count split n ways).
 struct BruckLayout {
   BruckLayout(int rank, int nranks, std::vector<size_t> blockStart);
+  /// n blocks of `count` elements each (allgather, reduce-scatter).
+  static BruckLayout equalBlocks(int rank, int nranks, size_t count);
   int rank, nranks;
   std::vector<size_t> absStart;  ///< absolute block b starts at absStart[b]; absStart[n] = total
   std::vector<size_t> relStart;  ///< relative block j starts at relStart[j]; relStart[n] = total
