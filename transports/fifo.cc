@@ -22,9 +22,39 @@ FifoControl* fifoInit(void* mem, uint32_t nslots, size_t slotBytes) {
   c->tailSleepers.store(0);
   c->closed.store(0);
   c->nslots = nslots;
+  c->statusVersion.store(0);
+  for (auto& w : c->statusOp) w.store(0);
   c->slotBytes = slotBytes;
   memset(c->info, 0, sizeof(c->info));
   return c;
+}
+
+void fifoWriteStatus(FifoControl* c, const uint64_t status[kFifoStatusWords]) {
+  uint32_t v = c->statusVersion.load();
+  c->statusVersion.store(v + 1);
+  for (int i = 0; i < kFifoStatusWords; i++) c->statusOp[i].store(status[i]);
+  c->statusVersion.store(v + 2);
+}
+
+bool fifoReadStatus(const FifoControl* c, uint64_t status[kFifoStatusWords], uint32_t* version) {
+  for (;;) {
+    uint32_t before = c->statusVersion.load();
+    if (before == 0) return false;
+    if (before & 1) continue;
+    for (int i = 0; i < kFifoStatusWords; i++) status[i] = c->statusOp[i].load();
+    if (c->statusVersion.load() != before) continue;
+    if (version) *version = before;
+    return true;
+  }
+}
+
+void FifoSender::publishStatus(const uint64_t status[kFifoStatusWords]) {
+  fifoWriteStatus(ctrl_, status);
+  futexWakeAll(&ctrl_->head);
+}
+
+bool FifoReceiver::peerStatus(uint64_t status[kFifoStatusWords]) const {
+  return fifoReadStatus(ctrl_, status);
 }
 
 void FifoSender::attach(FifoControl* ctrl, LivenessCheck* peer) {

@@ -16,6 +16,8 @@
 namespace braid {
 
 constexpr uint32_t kMaxFifoSlots = 64;
+/// Words of a FIFO status: the sender's current and previous operation fingerprints.
+constexpr int kFifoStatusWords = 6;
 
 /// Per-slot descriptor written by the sender before it publishes the slot.
 struct SlotInfo {
@@ -32,6 +34,12 @@ struct alignas(64) FifoControl {
   std::atomic<uint32_t> tailSleepers;        ///< senders asleep waiting for tail
   alignas(64) std::atomic<uint32_t> closed;  ///< non-zero: the far side failed or left
   uint32_t nslots;
+  /// The sender's current operation and the one before it (two fingerprints), published only
+  /// when the sender has been stalled for a while, so a stalled receiver can tell "my peer is
+  /// slow" from "my peer is in another call" (one that never sends to me). A seqlock: odd while
+  /// being written.
+  alignas(64) std::atomic<uint32_t> statusVersion;
+  std::atomic<uint64_t> statusOp[kFifoStatusWords];
   uint64_t slotBytes;
   alignas(64) SlotInfo info[kMaxFifoSlots];
 };
@@ -40,6 +48,12 @@ struct alignas(64) FifoControl {
 size_t fifoBytes(uint32_t nslots, size_t slotBytes);
 /// Initialises the FIFO in `mem` (zeroed control block, dimensions recorded).
 FifoControl* fifoInit(void* mem, uint32_t nslots, size_t slotBytes);
+/// Writes a status (seqlock writer; one writer per FIFO: its sending end).
+void fifoWriteStatus(FifoControl* c, const uint64_t status[kFifoStatusWords]);
+/// Reads a consistent status; false if none was ever written. `version` (optional) tells
+/// successive statuses apart.
+bool fifoReadStatus(const FifoControl* c, uint64_t status[kFifoStatusWords],
+                    uint32_t* version = nullptr);
 inline char* fifoSlots(FifoControl* c) {
   return reinterpret_cast<char*>(c) + ((sizeof(FifoControl) + 4095) & ~size_t(4095));
 }
@@ -78,6 +92,9 @@ class FifoSender {
     notify(WakeWord{&ctrl_->head, &ctrl_->headSleepers});
   }
   FifoControl* control() const { return ctrl_; }
+  /// Publishes the sender's current operation (a fingerprint) for the receiver, and wakes whoever
+  /// waits on the FIFO (a TCP proxy forwards it as a status frame).
+  void publishStatus(const uint64_t status[kFifoStatusWords]);
 
  private:
   ncclResult_t waitForSpace(const WaitPolicy& policy);
@@ -122,6 +139,8 @@ class FifoReceiver {
     notify(WakeWord{&ctrl_->tail, &ctrl_->tailSleepers});
   }
   FifoControl* control() const { return ctrl_; }
+  /// The operation the sender last published (publishStatus); false if it never published.
+  bool peerStatus(uint64_t status[kFifoStatusWords]) const;
 
  private:
   ncclResult_t waitForData(const WaitPolicy& policy);

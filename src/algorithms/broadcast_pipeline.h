@@ -28,4 +28,30 @@ inline ncclResult_t pipelineBroadcast(Primitives& prims, const CollArgs& args, B
   return ncclSuccess;
 }
 
+/// A broadcast whose ranks disagree on the root would otherwise complete: a root only sends, so
+/// a rank that wrongly believes it is the root never reads anything and keeps its own data. The
+/// roll call closes that gap: the rank before the root (on the ring) sends the root one empty
+/// slot carrying its fingerprint (which names the root it believes in) before its own part, and
+/// the root reads it after sending everything. The edge into the root carries no broadcast data
+/// in any shape, so the slot is never in the data's way; on agreement it costs the root one
+/// receive of an already-arrived slot. On disagreement each self-declared root receives a data
+/// slot naming another root, or (waiting for a roll call that never comes) sees the rank it waits
+/// for leave the call (mismatch_watch.h).
+inline ncclResult_t broadcastWithRollCall(ncclComm& comm, const CollArgs& args, Primitives& prims,
+                                          BroadcastRole role) {
+  const int root = args.root;
+  const int beforeRoot = (root - 1 + comm.nranks) % comm.nranks;
+  char none = 0;
+  if (comm.rank == beforeRoot) {
+    Primitives call(comm, args, {}, std::span<const int>(&root, 1));
+    BRAID_TRY(call.copySend(&none, 0));
+  }
+  BRAID_TRY(pipelineBroadcast(prims, args, role));
+  if (comm.rank == root) {
+    Primitives call(comm, args, std::span<const int>(&beforeRoot, 1), {});
+    BRAID_TRY(call.recv(&none, 0));
+  }
+  return ncclSuccess;
+}
+
 }  // namespace braid

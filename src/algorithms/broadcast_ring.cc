@@ -24,7 +24,7 @@ class RingBroadcast : public Algorithm {
     BroadcastRole role = isRoot   ? BroadcastRole::kRoot
                          : isLast ? BroadcastRole::kLeaf
                                   : BroadcastRole::kInner;
-    return pipelineBroadcast(prims, args, role);
+    return broadcastWithRollCall(comm, args, prims, role);
   }
 };
 

@@ -33,7 +33,7 @@ class TreeBroadcast : public Algorithm {
     BroadcastRole role = v == 0            ? BroadcastRole::kRoot
                          : children[0] < 0 ? BroadcastRole::kLeaf
                                            : BroadcastRole::kInner;
-    return pipelineBroadcast(prims, args, role);
+    return broadcastWithRollCall(comm, args, prims, role);
   }
 };
 

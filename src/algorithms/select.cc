@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/mismatch_watch.h"
 #include "core/comm.h"
 #include "util/log.h"
 #include "util/status.h"
@@ -81,7 +82,12 @@ ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
   args.fingerprint = collectiveFingerprint(comm.opCount, args, chosen->name());
   const int64_t entry =
       comm.recorder.begin(comm.opCount, collName(args.coll), bytes, chosen->name());
-  ncclResult_t r = chosen->run(args, comm);
+  ncclResult_t r;
+  {
+    MismatchWatch watch(comm, args);
+    r = chosen->run(args, comm);
+  }
+  for (int i = 0; i < 3; i++) comm.lastCollective[i] = args.fingerprint.words[i];
   comm.recorder.setState(entry, r == ncclSuccess ? OpState::kDone : OpState::kFailed);
   if (r != ncclSuccess) {
     addContext(r, "rank %d: %s #%llu (%s)", comm.rank, collName(args.coll),

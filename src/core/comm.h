@@ -59,8 +59,9 @@ struct ncclComm {
   bool initialized = false;
   std::atomic<int> activeCalls{0};  ///< API calls in progress (abort waits for them to leave)
   uint64_t opCount = 0;
-  std::vector<uint64_t> p2pSendSeq;           ///< point-to-point transfers issued to each peer
-  std::vector<uint64_t> p2pRecvSeq;           ///< point-to-point transfers received from each peer
+  uint64_t lastCollective[3] = {};   ///< fingerprint of the previous collective (mismatch watch)
+  std::vector<uint64_t> p2pSendSeq;  ///< point-to-point transfers issued to each peer
+  std::vector<uint64_t> p2pRecvSeq;  ///< point-to-point transfers received from each peer
   /// ncclSend/ncclRecv of the open group (`pendingP2pGroup`), shared with the task that runs them
   std::shared_ptr<std::vector<braid::P2pRequest>> pendingP2p;
   uint64_t pendingP2pGroup = 0;
@@ -69,7 +70,7 @@ struct ncclComm {
   std::atomic<uint32_t> revoked{0};  ///< ncclCommRevoke (or a shrink with NCCL_SHRINK_ABORT) ran
   uint32_t shrinkCount = 0;          ///< ncclCommShrink calls on this communicator so far
   braid::AsyncWork asyncWork;        ///< non-blocking communicators: queued background work
-  braid::FlightRecorder recorder;  ///< last operations and peers' progress (hang reports)
+  braid::FlightRecorder recorder;    ///< last operations and peers' progress (hang reports)
   braid::Worker worker;  ///< runs this communicator's share of a multi-communicator group
 };
 

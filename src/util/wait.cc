@@ -16,6 +16,7 @@ ncclResult_t waitSlow(const WaitPolicy& policy, const WakeWord& w, bool (*ready)
   }
   Deadline deadline = Deadline::after(policy.timeoutS);
   int64_t lastPeerCheck = nowNs();
+  int64_t lastStallCheck = lastPeerCheck;
   // Sleep slices grow from 50us to 10ms: short enough for prompt aborts, long enough to be idle.
   int64_t sliceNs = 50000;
   for (;;) {
@@ -35,6 +36,10 @@ ncclResult_t waitSlow(const WaitPolicy& policy, const WakeWord& w, bool (*ready)
     if (peer && now - lastPeerCheck > 20000000) {
       lastPeerCheck = now;
       if (ncclResult_t r = peer->check(); r != ncclSuccess) return addContext(r, "%s", what);
+    }
+    if (policy.stall && now - lastStallCheck > 20000000) {
+      lastStallCheck = now;
+      if (ncclResult_t r = policy.stall->onStall(w); r != ncclSuccess) return r;
     }
     if (deadline.expired())
       return fail(ncclRemoteError, "%s: timed out after %.1f s (BRAID_TIMEOUT_S)", what,

@@ -19,6 +19,17 @@ class LivenessCheck {
   virtual ncclResult_t check() = 0;
 };
 
+struct WakeWord;
+
+/// Consulted while a wait is stalled (every ~20 ms of sleeping), to tell a slow peer from a peer
+/// that is in another call: an error ends the wait. `waitingOn` is the word the wait sleeps on
+/// (a FIFO's head or tail), which tells the observer whom it waits for.
+class StallObserver {
+ public:
+  virtual ~StallObserver() = default;
+  virtual ncclResult_t onStall(const WakeWord& waitingOn) = 0;
+};
+
 /// How a communicator waits: its spin budget, deadline and abort flag.
 struct WaitPolicy {
   int spinIters = 2000;                          ///< most polls before the first sleep
@@ -28,6 +39,7 @@ struct WaitPolicy {
   /// e.g. another process took its core), doubled back towards spinIters whenever it did. Only
   /// the thread that owns the policy's communicator waits with it.
   mutable int spinNow = -1;
+  StallObserver* stall = nullptr;  ///< the running operation's mismatch watch, if any
 };
 
 /// The word a waiter sleeps on and the count of sleepers the other side checks before waking.

@@ -66,3 +66,8 @@ for header in (8, 32):
     write("tcp_frames_fuzz", f"too_big_{header}", wire(b"b" * 10, 1) + wire(b"c" * 65, 2))
     write("tcp_frames_fuzz", f"truncated_{header}", wire(b"d" * 20, 3)[:-5])
     write("tcp_frames_fuzz", f"many_{header}", b"".join(wire(bytes([i]) * (i % 65), i) for i in range(40)))
+
+# A sender's status (tag 0xfffffffe, 24 bytes after the header) between two slots: consumed by
+# the proxy, never delivered as a slot.
+status = struct.pack("<II", 24, 0xFFFFFFFE) + bytes(range(24)) + bytes(range(24))
+write("tcp_frames_fuzz", "status_between", struct.pack("<II", 3, 7) + bytes(24) + b"abc" + status + struct.pack("<II", 1, 9) + bytes(24) + b"z")

@@ -26,7 +26,8 @@ struct Frame {
 };
 
 // The frames a correct reader takes from `bytes` before it must stop: each is a slot descriptor
-// (its payload length first) followed by the payload.
+// (its payload length first) followed by the payload. A status frame (the sender's current call,
+// tag 0xfffffffe with 24 bytes) is consumed without becoming a slot.
 std::vector<Frame> referenceFrames(const uint8_t* data, size_t size) {
   std::vector<Frame> out;
   size_t pos = 0;
@@ -34,6 +35,11 @@ std::vector<Frame> referenceFrames(const uint8_t* data, size_t size) {
   while (size - pos >= header) {
     Frame f;
     memcpy(&f.info, data + pos, header);
+    if (f.info.tag == 0xfffffffeu && f.info.bytes == 24) {
+      if (size - pos - header < 24) break;
+      pos += header + 24;
+      continue;
+    }
     if (f.info.bytes > kSlotBytes || size - pos - header < f.info.bytes) break;
     f.payload.assign(reinterpret_cast<const char*>(data) + pos + header, f.info.bytes);
     out.push_back(f);

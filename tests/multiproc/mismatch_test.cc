@@ -165,6 +165,13 @@ const Named kNamed[] = {
      {{"AllReduce", 777, ncclFloat32, ncclSum, 0, "AllReduce(count=777,float,sum) #1"},
       {"Broadcast", 777, ncclFloat32, ncclSum, 1, "Broadcast(count=777,float,root=1) #1"},
       {"Broadcast", 777, ncclFloat32, ncclSum, 1, "Broadcast(count=777,float,root=1) #1"}}},
+    // Broadcast roots that disagree: each self-declared root must fail (roll call), naming the
+    // other root's call.
+    {"BroadcastRoot",
+     1,
+     {{"Broadcast", 777, ncclFloat32, ncclSum, 0, "Broadcast(count=777,float,root=0) #2"},
+      {"Broadcast", 777, ncclFloat32, ncclSum, 0, "Broadcast(count=777,float,root=0) #2"},
+      {"Broadcast", 777, ncclFloat32, ncclSum, 2, "Broadcast(count=777,float,root=2) #2"}}},
     {"SendRecvBytes",
      0,
      {{"Send", 1024, ncclFloat32, ncclSum, 1, "Send(bytes=4096,peer=1) #1"},
@@ -282,6 +289,72 @@ INSTANTIATE_TEST_SUITE_P(Calls, NamedMismatch, ::testing::ValuesIn(namedCases())
                            return std::string(c.scenario.name) + "_" + shapeName(c.shape) + "_" +
                                   (strcmp(c.transports, "tcp") == 0 ? "tcp" : "memory") + "_" +
                                   c.algo;
+                         });
+
+// Calls that never exchange a slot: at 4 ranks, rank 3 is a leaf of the allreduce tree (it must
+// send first) and a child in the broadcast tree (it waits for its parent), while its parent, in
+// the allreduce, waits for rank 3. No fingerprint ever crosses; only the calls the stalled ranks
+// publish (mismatch_watch.h) reveal it, within a few tens of milliseconds instead of at the
+// deadline.
+class StallOnlyMismatch : public ::testing::TestWithParam<std::tuple<RankShape, const char*>> {};
+
+TEST_P(StallOnlyMismatch, IsNamedLongBeforeTheDeadline) {
+  const RankShape shape = std::get<0>(GetParam());
+  RunOptions o;
+  o.env = {{"NCCL_SOCKET_IFNAME", "lo"},
+           {"BRAID_TIMEOUT_S", "8"},
+           {"BRAID_TRANSPORTS", std::get<1>(GetParam())},
+           {"NCCL_ALGO", "Tree"}};
+  o.timeoutS = 60;
+  auto body = [](RankContext& ctx) {
+    ncclComm_t comm = ctx.initComm();
+    if (!comm) return;
+    std::vector<int32_t> v(4099, ctx.rank());
+    if (ncclAllReduce(v.data(), v.data(), v.size(), ncclInt32, ncclSum, comm, 0) != ncclSuccess ||
+        v[4098] != 6) {
+      ctx.fail("the agreeing allreduce failed");
+      ncclCommAbort(comm);
+      return;
+    }
+    double start = now();
+    ncclResult_t r = ctx.rank() == 3
+                         ? ncclBroadcast(v.data(), v.data(), v.size(), ncclInt32, 0, comm, 0)
+                         : ncclAllReduce(v.data(), v.data(), v.size(), ncclInt32, ncclSum, comm, 0);
+    ctx.report("seconds", std::to_string(now() - start));
+    if (r == ncclSuccess) ctx.fail("the mismatched call succeeded");
+    ctx.report("error", r == ncclSuccess ? "" : ncclGetLastError(comm));
+    ncclCommAbort(comm);
+  };
+  RunReport report =
+      shape == RankShape::kThreads ? runThreads(4, body, o) : runProcesses(4, body, o);
+  BRAID_ASSERT_ALL_RANKS_OK(report);
+  const std::string allreduce = "AllReduce(count=4099,int32,sum) #2";
+  const std::string broadcast = "Broadcast(count=4099,int32,root=0) #2";
+  int named = 0;
+  std::vector<std::string> errors = report.valuesOf("error");
+  for (int me = 0; me < 4; me++) {
+    const std::string mine = me == 3 ? broadcast : allreduce;
+    for (int peer = 0; peer < 4; peer++) {
+      if ((me == 3) == (peer == 3)) continue;  // only the two calls that differ
+      const std::string sentence = "operation mismatch: rank " + std::to_string(me) + " called " +
+                                   mine + " but rank " + std::to_string(peer) + " called " +
+                                   (peer == 3 ? broadcast : allreduce);
+      named += errors[me].find(sentence) != std::string::npos;
+    }
+  }
+  EXPECT_GE(named, 1) << report.describe();
+  for (const std::string& s : report.valuesOf("seconds"))
+    EXPECT_LE(std::stod(s), 2.0) << "a mismatch must be detected, not timed out\n"
+                                 << report.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Calls, StallOnlyMismatch,
+                         ::testing::Combine(::testing::Values(RankShape::kThreads,
+                                                              RankShape::kProcesses),
+                                            ::testing::Values("local,shm", "tcp")),
+                         [](const auto& info) {
+                           return std::string(shapeName(std::get<0>(info.param))) + "_" +
+                                  (strcmp(std::get<1>(info.param), "tcp") == 0 ? "tcp" : "memory");
                          });
 
 }  // namespace

@@ -2,8 +2,9 @@
 
 #include <sys/socket.h>
 
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -15,7 +16,21 @@ namespace braid {
 namespace {
 // Every slot travels as its descriptor (payload length and operation fingerprint), then payload.
 using WireHeader = SlotInfo;
+// A header with this tag and no payload is not a slot but the sender's status (fifo.h:
+// FifoSender::publishStatus), forwarded into the receiving FIFO's control block. Slot tags are
+// odd (fingerprint.h) or small constants, so they never collide with it.
+constexpr uint32_t kStatusFrameTag = 0xfffffffeu;
+// The header holds the first three status words; the other three follow as its payload.
+constexpr uint32_t kStatusExtraBytes = (kFifoStatusWords - 3) * sizeof(uint64_t);
 std::mutex failureMutex;
+
+ncclResult_t sendStatusFrame(int fd, const uint64_t status[kFifoStatusWords],
+                             const std::atomic<uint32_t>* stop) {
+  WireHeader h{kStatusExtraBytes, kStatusFrameTag, {status[0], status[1], status[2]}};
+  Deadline never;
+  BRAID_TRY(sendAll(fd, &h, sizeof(h), never, stop));
+  return sendAll(fd, status + 3, kStatusExtraBytes, never, stop);
+}
 }  // namespace
 
 TcpProxy::TcpProxy(Direction dir, std::vector<int> fds, uint32_t nslots, size_t slotBytes, int peer)
@@ -68,20 +83,43 @@ void TcpProxy::run() {
   futexWakeAll(&fifo_->tail);
 }
 
-// The proxy waits without a deadline (the algorithm side has one) but stops on stop_.
+// The proxy waits without a deadline (the algorithm side has one) but stops on stop_. Frames
+// (slots and statuses alike) take the sockets in turn, and the receiver walks them in the same
+// order. A status goes out only when no slot is pending, so it never overtakes data the sender
+// posted before it: a receiver that sees "my peer has moved on" has all that peer's earlier slots.
 ncclResult_t TcpProxy::sendLoop() {
   WaitPolicy policy{64, 0, &stop_};
-  FifoReceiver local(fifo_, nullptr);
+  FifoControl* c = fifo_;
+  FifoReceiver local(c, nullptr);
   Deadline never;
   size_t k = 0;
+  uint32_t statusSent = 0;
   for (;;) {
     const void* slot;
     SlotInfo info;
-    BRAID_TRY(local.wait(policy, &slot, &info));
-    int fd = fds_[k++ % fds_.size()];
-    BRAID_TRY(sendAll(fd, &info, sizeof(info), never, &stop_));
-    if (info.bytes) BRAID_TRY(sendAll(fd, slot, info.bytes, never, &stop_));
-    local.release();
+    if (local.tryWait(&slot, &info)) {
+      int fd = fds_[k++ % fds_.size()];
+      BRAID_TRY(sendAll(fd, &info, sizeof(info), never, &stop_));
+      if (info.bytes) BRAID_TRY(sendAll(fd, slot, info.bytes, never, &stop_));
+      local.release();
+      continue;
+    }
+    uint64_t status[kFifoStatusWords];
+    uint32_t version = 0;
+    if (c->statusVersion.load() != statusSent && fifoReadStatus(c, status, &version)) {
+      BRAID_TRY(sendStatusFrame(fds_[k++ % fds_.size()], status, &stop_));
+      statusSent = version;
+      continue;
+    }
+    uint32_t tail = c->tail.load();
+    auto ready = [c, tail, statusSent] {
+      return c->head.load() != tail || c->closed.load() != 0 ||
+             c->statusVersion.load() != statusSent;
+    };
+    BRAID_TRY(waitUntil(policy, WakeWord{&c->head, &c->headSleepers}, ready, nullptr,
+                        "waiting for a slot to send"));
+    if (c->head.load() == tail && c->closed.load() != 0)
+      return fail(ncclRemoteError, "connection closed");
   }
 }
 
@@ -91,11 +129,18 @@ ncclResult_t TcpProxy::receiveLoop() {
   Deadline never;
   size_t k = 0;
   for (;;) {
-    void* slot;
-    BRAID_TRY(local.acquire(policy, &slot));
     int fd = fds_[k++ % fds_.size()];
     WireHeader h;
     BRAID_TRY(recvAll(fd, &h, sizeof(h), never, &stop_));
+    if (h.tag == kStatusFrameTag && h.bytes == kStatusExtraBytes) {
+      uint64_t status[kFifoStatusWords];
+      memcpy(status, h.op, sizeof(h.op));
+      BRAID_TRY(recvAll(fd, status + 3, kStatusExtraBytes, never, &stop_));
+      fifoWriteStatus(fifo_, status);
+      continue;
+    }
+    void* slot;
+    BRAID_TRY(local.acquire(policy, &slot));
     if (h.bytes > local.slotBytes())
       return fail(ncclRemoteError, "malformed frame: %u bytes in a %zu-byte slot", h.bytes,
                   local.slotBytes());
