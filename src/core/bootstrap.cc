@@ -8,6 +8,7 @@
 #include "core/bootstrap_wire.h"
 #include "core/unique_id.h"
 #include "util/log.h"
+#include "util/random.h"
 #include "util/socket.h"
 #include "util/status.h"
 
@@ -41,23 +42,52 @@ ncclResult_t Bootstrap::join(const ncclUniqueId& id, int rank, int nranks, const
   if (ncclResult_t r = connectTo(root, deadline, policy.abort, &fd); r != ncclSuccess)
     return addContext(r, "rank %d joining the bootstrap root %s", rank, root.toString().c_str());
   tuneSocket(fd, 0);
+  // A root that failed the handshake hears nothing more, not even a goodbye.
+  if (ncclResult_t r = bootstrapHandshake(fd, f, nranks, rank, info, deadline, policy.abort);
+      r != ncclSuccess) {
+    closeFd(fd);
+    return addContext(r, "rank %d joining the bootstrap root %s", rank, root.toString().c_str());
+  }
   std::unique_ptr<Bootstrap> b(new Bootstrap(fd, nranks, policy));
+  if (ncclResult_t r = b->receiveRound(allInfo); r != ncclSuccess)
+    return addContext(r, "rank %d waiting for the other %d ranks at the bootstrap root", rank,
+                      nranks - 1);
+  *out = std::move(b);
+  return ncclSuccess;
+}
+
+ncclResult_t bootstrapHandshake(int fd, const UniqueIdFields& f, int nranks, int rank,
+                                const std::string& info, const Deadline& deadline,
+                                const std::atomic<uint32_t>* abort, bool verifyRoot) {
+  AuthHello a{kHelloMagic, kBootstrapVersion, {}};
+  if (!secureRandom(a.rankNonce, sizeof(a.rankNonce)))
+    return fail(ncclSystemError, "bootstrap: no random source for the handshake nonce");
+  BRAID_TRY(sendAll(fd, &a, sizeof(a), deadline, abort));
+  AuthChallenge c;
+  if (ncclResult_t r = recvAll(fd, &c, sizeof(c), deadline, abort); r != ncclSuccess)
+    return addContext(r,
+                      "waiting for the root's answer to the handshake (a root that does not "
+                      "know this id closes the connection)");
+  unsigned char expected[kSha256Bytes];
+  bootstrapProof(f.secret, f.nonce, true, a.rankNonce, c.rootNonce, expected);
+  const bool proven = c.magic == kChallengeMagic && c.version == kBootstrapVersion &&
+                      constantTimeEqual(c.rootProof, expected, sizeof(expected));
+  if (verifyRoot && !proven)
+    return fail(ncclRemoteError,
+                "the process listening there is not this communicator's bootstrap root: it did "
+                "not prove the unique id's secret (a stale id, or another program on that port); "
+                "nothing secret was sent to it");
   RootHello h{};
   h.magic = kHelloMagic;
   h.version = kBootstrapVersion;
-  memcpy(h.secret, f.secret, 16);
+  bootstrapProof(f.secret, f.nonce, false, a.rankNonce, c.rootNonce, h.proof);
   h.nonce = f.nonce;
   h.nranks = nranks;
   h.rank = rank;
   h.infoBytes = static_cast<uint32_t>(info.size());
   std::string hello(reinterpret_cast<const char*>(&h), sizeof(h));
   hello += info;
-  BRAID_TRY(sendAll(fd, hello.data(), hello.size(), deadline, policy.abort));
-  if (ncclResult_t r = b->receiveRound(allInfo); r != ncclSuccess)
-    return addContext(r, "rank %d waiting for the other %d ranks at the bootstrap root", rank,
-                      nranks - 1);
-  *out = std::move(b);
-  return ncclSuccess;
+  return sendAll(fd, hello.data(), hello.size(), deadline, abort);
 }
 
 Bootstrap::~Bootstrap() {

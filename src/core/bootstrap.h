@@ -2,14 +2,25 @@
 // PeerInfo, then all-gather small blobs (transport connect blobs) and barrier through the root.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/unique_id.h"
 #include "nccl.h"
+#include "util/clock.h"
 #include "util/wait.h"
 
 namespace braid {
+
+/// A rank's side of the root handshake on the connected socket `fd` (bootstrap_wire.h): checks
+/// the root's proof of the id's secret (unless `verifyRoot` is false, which only tests use to
+/// play a rank with a wrong secret up to the root's verdict), then sends this rank's proof, who
+/// it is and `info`.
+ncclResult_t bootstrapHandshake(int fd, const UniqueIdFields& f, int nranks, int rank,
+                                const std::string& info, const Deadline& deadline,
+                                const std::atomic<uint32_t>* abort, bool verifyRoot = true);
 
 class Bootstrap {
  public:

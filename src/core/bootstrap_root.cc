@@ -13,6 +13,8 @@
 #include "core/bootstrap_wire.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/random.h"
+#include "util/socket.h"
 #include "util/status.h"
 
 namespace braid {
@@ -24,6 +26,8 @@ struct Pending {
   int fd;
   std::string buf;
   Deadline deadline;
+  bool challenged = false;                    ///< AuthChallenge sent; RootHello expected next
+  unsigned char expected[kSha256Bytes] = {};  ///< the proof this connection's rank must give
 };
 
 struct RankConn {
@@ -99,7 +103,7 @@ class Root {
         ssize_t got = recv(p.fd, tmp, sizeof(tmp), MSG_DONTWAIT);
         if (got > 0) {
           p.buf.append(tmp, got);
-          if (p.buf.size() > sizeof(RootHello) + kMaxInfoBytes) drop = true;
+          if (p.buf.size() > sizeof(AuthHello) + sizeof(RootHello) + kMaxInfoBytes) drop = true;
           continue;
         }
         if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) drop = true;
@@ -119,13 +123,38 @@ class Root {
     }
   }
 
-  // 0: need more bytes; 1: admitted; -1: reject.
-  int examine(Pending& p) {
-    RootHello h;
-    HelloVerdict verdict = examineHello(p.buf, id_.secret, id_.nonce, &h);
+  // Answers a connection's AuthHello with this root's nonce and proof, and remembers the proof
+  // its rank must give. 0: need more bytes; 1: challenged; -1: reject.
+  int challenge(Pending& p) {
+    AuthHello a;
+    HelloVerdict verdict = examineAuthHello(p.buf, &a);
     if (verdict == HelloVerdict::kNeedMore) return 0;
     if (verdict == HelloVerdict::kReject) {
-      BRAID_WARN("bootstrap root: rejected a connection without this communicator's secret");
+      BRAID_WARN("bootstrap root: rejected a connection that does not open with a Braid hello");
+      return -1;
+    }
+    AuthChallenge c{kChallengeMagic, kBootstrapVersion, {}, {}};
+    if (!secureRandom(c.rootNonce, sizeof(c.rootNonce))) return -1;
+    bootstrapProof(id_.secret, id_.nonce, true, a.rankNonce, c.rootNonce, c.rootProof);
+    bootstrapProof(id_.secret, id_.nonce, false, a.rankNonce, c.rootNonce, p.expected);
+    if (sendAll(p.fd, &c, sizeof(c), Deadline::after(1), nullptr) != ncclSuccess) return -1;
+    p.buf.erase(0, sizeof(AuthHello));
+    p.challenged = true;
+    return 1;
+  }
+
+  // 0: need more bytes; 1: admitted; -1: reject.
+  int examine(Pending& p) {
+    if (!p.challenged) {
+      if (int c = challenge(p); c <= 0) return c;
+    }
+    RootHello h;
+    HelloVerdict verdict = examineHello(p.buf, p.expected, id_.nonce, &h);
+    if (verdict == HelloVerdict::kNeedMore) return 0;
+    if (verdict == HelloVerdict::kReject) {
+      BRAID_WARN(
+          "bootstrap root: rejected a connection that did not prove this communicator's "
+          "secret");
       return -1;
     }
     if (!failure_.empty()) {  // a rank arriving after the rendezvous failed: tell it why

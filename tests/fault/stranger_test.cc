@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "core/bootstrap.h"
 #include "core/bootstrap_wire.h"
 #include "core/unique_id.h"
 #include "fault/fault_run.h"
@@ -62,28 +63,23 @@ std::string visit(Stranger kind, const ncclUniqueId& id) {
   if (unpackUniqueId(id, &f, &root) != ncclSuccess) return "bad id";
   int fd = connectToRoot(root, 5);
   if (fd < 0) return "could not reach the root";
-  RootHello h{};
-  h.magic = kHelloMagic;
-  h.version = kBootstrapVersion;
-  h.nranks = 4;
-  h.rank = 1;
   std::string problem;
   switch (kind) {
     case Stranger::kGarbage: {
       std::mt19937 rng(static_cast<unsigned>(getpid()));
-      std::string junk(sizeof(RootHello) + 200, '\0');
+      std::string junk(sizeof(AuthHello) + sizeof(RootHello) + 200, '\0');
       for (char& c : junk) c = static_cast<char>(rng());
       send(fd, junk.data(), junk.size(), MSG_NOSIGNAL);
       if (!closedWithin(fd, 6)) problem = "garbage connection not closed";
       break;
     }
     case Stranger::kSlowLoris: {
-      // The right secret even, but one byte every 50 ms: a hello that never completes in time.
-      memcpy(h.secret, f.secret, sizeof(h.secret));
-      h.nonce = f.nonce;
-      const char* bytes = reinterpret_cast<const char*>(&h);
+      // A proper opening, but one byte every 50 ms and never the last: a handshake that never
+      // completes in time.
+      AuthHello a{kHelloMagic, kBootstrapVersion, {}};
+      const char* bytes = reinterpret_cast<const char*>(&a);
       bool closed = false;
-      for (size_t i = 0; i + 1 < sizeof(h) && !closed; i++) {
+      for (size_t i = 0; i + 1 < sizeof(a) && !closed; i++) {
         send(fd, bytes + i, 1, MSG_NOSIGNAL);
         closed = closedWithin(fd, 0.05);
       }
@@ -91,11 +87,15 @@ std::string visit(Stranger kind, const ncclUniqueId& id) {
       break;
     }
     case Stranger::kReplayedId: {
-      // An earlier communicator's id: another secret, another nonce.
-      for (size_t i = 0; i < sizeof(h.secret); i++) h.secret[i] = f.secret[i] ^ 0x5a;
-      h.nonce = f.nonce + 1;
-      send(fd, &h, sizeof(h), MSG_NOSIGNAL);
-      if (!closedWithin(fd, 6)) problem = "replayed id not refused";
+      // An earlier communicator's id: another secret, another nonce. The whole handshake is
+      // played (without checking the root's proof, which this id cannot verify).
+      UniqueIdFields old = f;
+      for (size_t i = 0; i < sizeof(old.secret); i++) old.secret[i] ^= 0x5a;
+      old.nonce = f.nonce + 1;
+      if (bootstrapHandshake(fd, old, 4, 1, std::string(), Deadline::after(5), nullptr,
+                             /*verifyRoot=*/false) == ncclSuccess &&
+          !closedWithin(fd, 6))
+        problem = "replayed id not refused";
       break;
     }
   }

@@ -1,8 +1,9 @@
 // Fuzz target: everything the bootstrap reads from the network (src/core/bootstrap_wire.h). The
 // first byte picks the reader:
-//   0: the root examining a connection's hello, fed in fuzzer-chosen pieces as recv() would
-//      deliver it (with the second byte's low bit set, magic, version, secret and nonce are
-//      made right, so the checks behind them are reached);
+//   0: the root examining a connection's opening (AuthHello) and then its hello, fed in
+//      fuzzer-chosen pieces as recv() would deliver them (with the second byte's low bit set,
+//      magics, versions, the proof and the nonce are made right, so the checks behind them are
+//      reached);
 //   1: the root taking frames off an admitted rank's stream;
 //   2: a rank splitting the root's answer to a round (nranks from the second byte).
 // Properties: no crash or overread; verdicts are final (more bytes never turn a rejection into
@@ -19,24 +20,35 @@ namespace {
 
 using namespace braid;
 
-constexpr unsigned char kSecret[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+constexpr unsigned char kProof[kSha256Bytes] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
+                                                12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
+                                                23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
 constexpr uint64_t kNonce = 0x1122334455667788ull;
 
 void hello(const uint8_t* data, size_t size) {
   if (size < 2) return;
   const bool fixUp = data[1] & 1;
   std::string bytes(reinterpret_cast<const char*>(data) + 2, size - 2);
-  if (fixUp && bytes.size() >= sizeof(RootHello)) {
+  if (fixUp && bytes.size() >= sizeof(AuthHello)) {
+    AuthHello a;
+    memcpy(&a, bytes.data(), sizeof(a));
+    a.magic = kHelloMagic;
+    a.version = kBootstrapVersion;
+    memcpy(bytes.data(), &a, sizeof(a));
+  }
+  if (fixUp && bytes.size() >= sizeof(AuthHello) + sizeof(RootHello)) {
     RootHello h;
-    memcpy(&h, bytes.data(), sizeof(h));
+    memcpy(&h, bytes.data() + sizeof(AuthHello), sizeof(h));
     h.magic = kHelloMagic;
     h.version = kBootstrapVersion;
-    memcpy(h.secret, kSecret, sizeof(kSecret));
+    memcpy(h.proof, kProof, sizeof(kProof));
     h.nonce = kNonce;
-    memcpy(bytes.data(), &h, sizeof(h));
+    memcpy(bytes.data() + sizeof(AuthHello), &h, sizeof(h));
   }
-  // Deliver in pieces whose sizes come from the data itself, as a slow sender would.
+  // Deliver in pieces whose sizes come from the data itself, as a slow sender would; the root
+  // reads the opening first, then (once it answered) the hello from what follows.
   std::string received;
+  bool opened = false;
   HelloVerdict last = HelloVerdict::kNeedMore;
   size_t pos = 0, step = 1 + (data[1] >> 1);
   while (pos < bytes.size()) {
@@ -44,18 +56,32 @@ void hello(const uint8_t* data, size_t size) {
     received.append(bytes, pos, n);
     pos += n;
     step = 1 + static_cast<unsigned char>(bytes[pos - 1]) % 64;
+    if (!opened) {
+      AuthHello a{};
+      HelloVerdict v = examineAuthHello(received, &a);
+      if (v == HelloVerdict::kReject) {
+        FUZZ_CHECK(received.size() >= sizeof(AuthHello));
+        return;
+      }
+      if (v == HelloVerdict::kNeedMore) continue;
+      FUZZ_CHECK(a.magic == kHelloMagic && a.version == kBootstrapVersion);
+      received.erase(0, sizeof(AuthHello));
+      opened = true;
+    }
     RootHello h{};
-    HelloVerdict v = examineHello(received, kSecret, kNonce, &h);
+    HelloVerdict v = examineHello(received, kProof, kNonce, &h);
     if (last == HelloVerdict::kReject) FUZZ_CHECK(v == HelloVerdict::kReject);
     if (last == HelloVerdict::kAdmit) FUZZ_CHECK(v == HelloVerdict::kAdmit);
     if (v == HelloVerdict::kAdmit) {
       FUZZ_CHECK(h.magic == kHelloMagic && h.nonce == kNonce);
-      FUZZ_CHECK(memcmp(h.secret, kSecret, sizeof(kSecret)) == 0);
+      FUZZ_CHECK(memcmp(h.proof, kProof, sizeof(kProof)) == 0);
       FUZZ_CHECK(h.nranks >= 1 && h.nranks <= kMaxRanks && h.rank >= 0 && h.rank < h.nranks);
       FUZZ_CHECK(h.infoBytes <= kMaxInfoBytes);
       FUZZ_CHECK(received.size() >= sizeof(RootHello) + h.infoBytes);
     }
-    if (!fixUp) FUZZ_CHECK(v != HelloVerdict::kAdmit || memcmp(bytes.data() + 8, kSecret, 16) == 0);
+    if (!fixUp)
+      FUZZ_CHECK(v != HelloVerdict::kAdmit ||
+                 memcmp(bytes.data() + sizeof(AuthHello) + 8, kProof, sizeof(kProof)) == 0);
     last = v;
   }
 }

@@ -39,9 +39,12 @@ write("unique_id_fuzz", "env_bad_secret", bytes(128) + b"10.0.0.1:1\n" + b"+f" *
 write("unique_id_fuzz", "env_port0", bytes(128) + b"10.0.0.1:0")
 
 # bootstrap_wire_fuzz: mode byte (0 hello, 1 frames, 2 reply), then the reader's input.
+# A connection opens with AuthHello (magic, version 2, a 16-byte nonce), then, once the root has
+# answered, sends RootHello (magic, version, a 32-byte proof, the id's nonce, ...) and its info.
 def hello(nranks, rank, info):
-    h = struct.pack("<II", HELLO_MAGIC, 1) + bytes(range(1, 17)) + struct.pack("<Q", 0x1122334455667788)
-    return h + struct.pack("<iiII", nranks, rank, len(info), 0) + info
+    opening = struct.pack("<II", HELLO_MAGIC, 2) + bytes(range(100, 116))
+    h = struct.pack("<II", HELLO_MAGIC, 2) + bytes(range(1, 33)) + struct.pack("<Q", 0x1122334455667788)
+    return opening + h + struct.pack("<iiII", nranks, rank, len(info), 0) + info
 
 
 write("bootstrap_wire_fuzz", "hello_fixed", b"\x00\x01" + hello(4, 2, b"info" * 8))

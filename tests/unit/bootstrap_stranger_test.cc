@@ -1,6 +1,8 @@
-// The bootstrap root must turn away connections that do not prove the communicator's secret
-// (random bytes, a well-formed hello with the wrong secret or nonce, a silent connection) while
-// the real ranks, arriving at the same time, still form their communicator.
+// The bootstrap handshake proves the id's secret both ways. The root must turn away connections
+// that do not prove it (random bytes, a well-formed handshake with the wrong secret or nonce, a
+// silent connection) while the real ranks, arriving at the same time, still form their
+// communicator; and a rank must refuse a "root" that cannot prove it, without ever sending it
+// the secret.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -11,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "core/bootstrap.h"
 #include "core/bootstrap_wire.h"
 #include "core/unique_id.h"
 #include "harness/harness_internal.h"
@@ -42,16 +45,18 @@ bool closedByPeer(int fd, double seconds) {
   return false;
 }
 
-RootHello helloFor(const UniqueIdFields& f) {
-  RootHello h{};
-  h.magic = kHelloMagic;
-  h.version = kBootstrapVersion;
-  memcpy(h.secret, f.secret, sizeof(h.secret));
-  h.nonce = f.nonce;
-  h.nranks = 3;
-  h.rank = 0;
-  h.infoBytes = 0;
-  return h;
+// A connection that runs the whole handshake as rank `rank` of `nranks` with the id fields `f`
+// (which a test may have falsified); the root's proof is not checked, so the root's verdict on
+// this side's proof is what the test observes.
+int handshakeAs(const SockAddr& root, const UniqueIdFields& f, int nranks, int rank) {
+  int fd = connectToRoot(root);
+  if (fd < 0) return -1;
+  if (bootstrapHandshake(fd, f, nranks, rank, std::string(), Deadline::after(5), nullptr,
+                         /*verifyRoot=*/false) != ncclSuccess) {
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 bool sendBytes(int fd, const void* data, size_t len) {
@@ -80,21 +85,19 @@ TEST(BootstrapRoot, StrangersAreRejectedWhileRanksFormTheCommunicator) {
   int randomFd = connectToRoot(root);
   ASSERT_GE(randomFd, 0);
   std::mt19937 rng(7);
-  std::vector<unsigned char> junk(sizeof(RootHello) + 100);
+  std::vector<unsigned char> junk(sizeof(AuthHello) + sizeof(RootHello) + 100);
   for (auto& b : junk) b = static_cast<unsigned char>(rng());
   ASSERT_TRUE(sendBytes(randomFd, junk.data(), junk.size()));
-  // 2: a proper hello with one secret byte wrong.
-  int wrongSecretFd = connectToRoot(root);
-  ASSERT_GE(wrongSecretFd, 0);
-  RootHello wrongSecret = helloFor(f);
+  // 2: a proper handshake with one secret byte wrong.
+  UniqueIdFields wrongSecret = f;
   wrongSecret.secret[5] ^= 0x10;
-  ASSERT_TRUE(sendBytes(wrongSecretFd, &wrongSecret, sizeof(wrongSecret)));
+  int wrongSecretFd = handshakeAs(root, wrongSecret, 3, 0);
+  ASSERT_GE(wrongSecretFd, 0);
   // 3: the right secret but another communicator's nonce.
-  int wrongNonceFd = connectToRoot(root);
-  ASSERT_GE(wrongNonceFd, 0);
-  RootHello wrongNonce = helloFor(f);
+  UniqueIdFields wrongNonce = f;
   wrongNonce.nonce ^= 1;
-  ASSERT_TRUE(sendBytes(wrongNonceFd, &wrongNonce, sizeof(wrongNonce)));
+  int wrongNonceFd = handshakeAs(root, wrongNonce, 3, 0);
+  ASSERT_GE(wrongNonceFd, 0);
   // 4: connected, silent.
   int silentFd = connectToRoot(root);
   ASSERT_GE(silentFd, 0);
@@ -132,13 +135,10 @@ TEST(BootstrapRoot, StrangersAloneDoNotFormACommunicator) {
   UniqueIdFields f;
   SockAddr root;
   ASSERT_EQ(unpackUniqueId(id, &f, &root), ncclSuccess);
-  int impostor = connectToRoot(root);
+  UniqueIdFields noSecret = f;
+  memset(noSecret.secret, 0, sizeof(noSecret.secret));
+  int impostor = handshakeAs(root, noSecret, 2, 0);
   ASSERT_GE(impostor, 0);
-  RootHello h = helloFor(f);
-  h.nranks = 2;
-  h.rank = 0;
-  memset(h.secret, 0, sizeof(h.secret));
-  ASSERT_TRUE(sendBytes(impostor, &h, sizeof(h)));
   EXPECT_TRUE(closedByPeer(impostor, 5));
   close(impostor);
   test::RunOptions options;
@@ -150,6 +150,57 @@ TEST(BootstrapRoot, StrangersAloneDoNotFormACommunicator) {
       },
       options);
   BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
+// A process listening where the id points (a stale NCCL_COMM_ID port taken by another program, or
+// someone who got there first) answers the handshake with a proof it cannot make. The rank must
+// fail init with an error that says so, and must have sent nothing but its opening nonce.
+TEST(BootstrapRoot, ARankRefusesARootThatCannotProveTheSecret) {
+  test::internal::ScopedEnv env({{"NCCL_SOCKET_IFNAME", "lo"}, {"BRAID_TIMEOUT_S", "10"}});
+  SockAddr addr;
+  ASSERT_EQ(parseHostPort("127.0.0.1:0", &addr), ncclSuccess);
+  int listenFd = -1;
+  ASSERT_EQ(listenOn(&addr, &listenFd), ncclSuccess) << ncclGetLastError(nullptr);
+  UniqueIdFields f{};
+  f.magic = kUniqueIdMagic;
+  memcpy(f.addr, &addr.storage, addr.len);
+  f.addrLen = addr.len;
+  for (int i = 0; i < 16; i++) f.secret[i] = static_cast<unsigned char>(0xC0 + i);
+  f.nonce = 42;
+  std::string heard;
+  std::thread fakeRoot([&] {
+    int fd = accept(listenFd, nullptr, nullptr);
+    if (fd < 0) return;
+    AuthHello a;
+    if (recv(fd, &a, sizeof(a), MSG_WAITALL) != sizeof(a)) return close(fd), void();
+    heard.assign(reinterpret_cast<const char*>(&a), sizeof(a));
+    AuthChallenge c{kChallengeMagic, kBootstrapVersion, {}, {}};
+    for (size_t i = 0; i < sizeof(c.rootProof); i++) c.rootProof[i] = static_cast<unsigned char>(i);
+    sendBytes(fd, &c, sizeof(c));
+    char buf[4096];
+    for (;;) {  // everything else the rank sends, until it closes
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 3000) <= 0) break;
+      ssize_t n = recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      heard.append(buf, n);
+    }
+    close(fd);
+  });
+  ncclComm_t comm = nullptr;
+  auto start = std::chrono::steady_clock::now();
+  ncclResult_t r = ncclCommInitRank(&comm, 2, packUniqueId(f), 1);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string error = ncclGetLastError(nullptr);
+  fakeRoot.join();
+  close(listenFd);
+  EXPECT_NE(r, ncclSuccess);
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_NE(error.find("not this communicator's bootstrap root"), std::string::npos) << error;
+  EXPECT_LT(seconds, 5) << "the rank waited instead of refusing the root";
+  EXPECT_EQ(heard.size(), sizeof(AuthHello)) << "the rank sent more than its opening nonce";
+  EXPECT_EQ(heard.find(std::string(reinterpret_cast<const char*>(f.secret), 16)), std::string::npos)
+      << "the secret went on the wire";
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "transports/tcp/tcp_proxy.h"
 #include "transports/transport.h"
+#include "util/hmac_sha256.h"
 #include "util/log.h"
 #include "util/random.h"
 #include "util/status.h"
@@ -34,8 +35,20 @@ struct Hello {
   uint64_t connId;
   int32_t socketIndex;
   int32_t pad;
-  unsigned char secret[16];
+  unsigned char proof[kSha256Bytes];  ///< helloProof(): the secret itself never travels
 };
+
+// HMAC under the communicator's secret of what the hello claims. connId is random per
+// connection and known only to the communicator's ranks (it travels in the connect blobs, through
+// the authenticated bootstrap), so a proof is good for one connection's sockets only.
+void helloProof(const unsigned char secret[16], const Hello& h, unsigned char out[kSha256Bytes]) {
+  static const char kRole[] = "braid-tcp-connection";
+  const MacPart parts[] = {{kRole, sizeof(kRole)},
+                           {&h.fromRank, sizeof(h.fromRank)},
+                           {&h.connId, sizeof(h.connId)},
+                           {&h.socketIndex, sizeof(h.socketIndex)}};
+  hmacSha256(secret, 16, parts, 4, out);
+}
 
 class TcpRecv : public RecvConnection {
  public:
@@ -63,10 +76,14 @@ class TcpRecv : public RecvConnection {
       Deadline helloDeadline = Deadline::after(5);
       bool ok = recvAll(fd, &h, sizeof(h), helloDeadline, ctx.policy.abort) == ncclSuccess &&
                 h.magic == kHelloMagic && h.fromRank == peer_ && h.connId == blob_.connId &&
-                h.socketIndex >= 0 && h.socketIndex < blob_.nsockets && fds[h.socketIndex] < 0 &&
-                secretEqual(h.secret, ctx.secret);
+                h.socketIndex >= 0 && h.socketIndex < blob_.nsockets && fds[h.socketIndex] < 0;
+      if (ok) {
+        unsigned char expected[kSha256Bytes];
+        helloProof(ctx.secret, h, expected);
+        ok = constantTimeEqual(h.proof, expected, sizeof(expected));
+      }
       if (!ok) {
-        BRAID_WARN("tcp: dropped a connection that did not present this communicator's secret");
+        BRAID_WARN("tcp: dropped a connection that did not prove this communicator's secret");
         closeFd(fd);
         continue;
       }
@@ -79,12 +96,6 @@ class TcpRecv : public RecvConnection {
                                         ctx.slotBytes, peer_);
     fifo_.attach(proxy_->fifo(), proxy_.get());
     return ncclSuccess;
-  }
-
-  static bool secretEqual(const unsigned char* a, const unsigned char* b) {
-    unsigned char diff = 0;  // constant time
-    for (int i = 0; i < 16; i++) diff |= a[i] ^ b[i];
-    return diff == 0;
   }
 
  private:
@@ -154,7 +165,7 @@ class TcpTransport : public Transport {
       if (r == ncclSuccess) {
         tuneSocket(fd, ctx.tcpBufferBytes);
         Hello h{kHelloMagic, ctx.rank, b.connId, i, 0, {}};
-        memcpy(h.secret, ctx.secret, 16);
+        helloProof(ctx.secret, h, h.proof);
         r = sendAll(fd, &h, sizeof(h), deadline, ctx.policy.abort);
         fds.push_back(fd);
       }
@@ -163,9 +174,9 @@ class TcpTransport : public Transport {
         return addContext(r, "TCP connection to rank %d", peer);
       }
     }
-    *conn = std::make_unique<TcpSend>(
-        std::make_unique<TcpProxy>(TcpProxy::kSend, std::move(fds), ctx.nslots, ctx.slotBytes, peer),
-        ctx.policy.abort, ctx.policy.timeoutS);
+    *conn = std::make_unique<TcpSend>(std::make_unique<TcpProxy>(TcpProxy::kSend, std::move(fds),
+                                                                 ctx.nslots, ctx.slotBytes, peer),
+                                      ctx.policy.abort, ctx.policy.timeoutS);
     return ncclSuccess;
   }
 };
