@@ -33,10 +33,11 @@ inline ncclResult_t pipelineBroadcast(Primitives& prims, const CollArgs& args, B
 /// roll call closes that gap: the rank before the root (on the ring) sends the root one empty
 /// slot carrying its fingerprint (which names the root it believes in) before its own part, and
 /// the root reads it after sending everything. The edge into the root carries no broadcast data
-/// in any shape, so the slot is never in the data's way; on agreement it costs the root one
-/// receive of an already-arrived slot. On disagreement each self-declared root receives a data
-/// slot naming another root, or (waiting for a roll call that never comes) sees the rank it waits
-/// for leave the call (mismatch_watch.h).
+/// in any shape, so the slot is never in the data's way. On agreement the price is that the root
+/// cannot finish before the rank before it has started (a few microseconds per small broadcast
+/// in a loop, docs/reliability.md); on disagreement each self-declared root receives a data slot
+/// naming another root, or (waiting for a roll call that never comes) sees the rank it waits for
+/// leave the call (mismatch_watch.h).
 inline ncclResult_t broadcastWithRollCall(ncclComm& comm, const CollArgs& args, Primitives& prims,
                                           BroadcastRole role) {
   const int root = args.root;
