@@ -20,9 +20,9 @@ const char* collName(CollType c) {
 
 // Default preference order per collective; the selector may reorder by size and rank count.
 const std::vector<const Algorithm*>& algorithmsFor(CollType coll) {
-  static const std::vector<const Algorithm*> allReduce = {selfCollective(), ringAllReduce(),
-                                                          treeAllReduce(), directAllReduce(),
-                                                          rabenseifnerAllReduce()};
+  static const std::vector<const Algorithm*> allReduce = {
+      selfCollective(),  ringAllReduce(),    treeAllReduce(),
+      directAllReduce(), twoShotAllReduce(), rabenseifnerAllReduce()};
   static const std::vector<const Algorithm*> broadcast = {selfCollective(), ringBroadcast(),
                                                           treeBroadcast()};
   static const std::vector<const Algorithm*> reduce = {selfCollective(), ringReduce()};

@@ -9,6 +9,7 @@ const Algorithm* selfCollective();
 const Algorithm* ringAllReduce();
 const Algorithm* treeAllReduce();
 const Algorithm* directAllReduce();
+const Algorithm* twoShotAllReduce();
 const Algorithm* rabenseifnerAllReduce();
 const Algorithm* ringBroadcast();
 const Algorithm* treeBroadcast();

@@ -15,7 +15,7 @@ TEST_P(ProcessesSmall, EveryDTypeAndOpExact) {
 
 std::vector<GridPoint> smallGrid() {
   std::vector<GridPoint> out = {{"Ring", "shm", 1}};
-  for (const char* algo : {"Ring", "Tree", "Direct"}) {
+  for (const char* algo : {"Ring", "Tree", "Direct", "TwoShot"}) {
     for (int n : {2, 3, 5}) out.push_back({algo, "shm", n});
     for (int n : {2, 3}) out.push_back({algo, "tcp", n});
   }

@@ -19,7 +19,7 @@ std::vector<GridPoint> smallGrid() {
   std::vector<GridPoint> out;
   for (const char* transport : {"local", "shm", "tcp"}) {
     out.push_back({"Ring", transport, 1});  // one rank: no algorithm runs, only pre/post ops
-    for (const char* algo : {"Ring", "Tree", "Direct", "Rabenseifner"})
+    for (const char* algo : {"Ring", "Tree", "Direct", "TwoShot", "Rabenseifner"})
       for (int n : {2, 3, 5}) out.push_back({algo, transport, n});
   }
   return out;
@@ -42,7 +42,7 @@ TEST_P(ThreadsManyChunks, SelectedDTypesAndOpsExact) {
 
 std::vector<GridPoint> chunkGrid() {
   std::vector<GridPoint> out;
-  for (const char* algo : {"Ring", "Tree", "Direct"}) {
+  for (const char* algo : {"Ring", "Tree", "Direct", "TwoShot"}) {
     out.push_back({algo, "local", 4});
     out.push_back({algo, "local", 8});
     out.push_back({algo, "shm", 4});

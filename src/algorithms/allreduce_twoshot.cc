@@ -1,0 +1,141 @@
+// Two-shot direct allreduce for mid-sized messages: a reduce-scatter then an allgather, each in
+// one hop through the peers' FIFOs. Rank j owns block j of the message: every rank posts block j
+// of its contribution (pre-op applied) to rank j, each rank combines the n terms of its own block,
+// then posts the final block to every peer. Two hops instead of one-shot's one, but each rank
+// sends 2(n-1)/n of the message instead of n-1 times it, and reduces 1/n of it instead of all of
+// it. The terms of a block are combined in rank order 0..n-1, the same expression one-shot uses,
+// so the outputs are bitwise identical on every rank and to one-shot's.
+#include <algorithm>
+#include <vector>
+
+#include "algorithms/registry.h"
+#include "core/comm.h"
+#include "util/status.h"
+
+namespace braid {
+namespace {
+
+struct Block {
+  size_t start, len;
+};
+
+// Block j of `count` elements split n ways: equal parts (multiples of 64 elements, so kernels see
+// aligned vectors), the remainder in the last non-empty blocks.
+Block blockOf(size_t count, int n, int j) {
+  size_t per = (count + n - 1) / n;
+  per = (per + 63) & ~size_t(63);
+  size_t start = std::min(count, per * j);
+  return {start, std::min(per, count - start)};
+}
+
+class TwoShotAllReduce : public Algorithm {
+ public:
+  const char* name() const override { return "TwoShot"; }
+
+  bool supports(const CollArgs& args, const ncclComm& comm) const override {
+    if (args.coll != CollType::kAllReduce || comm.nranks < 2) return false;
+    for (int p = 0; p < comm.nranks; p++)
+      if (p != comm.rank && (!comm.sendTo[p] || !comm.recvFrom[p]))
+        return false;  // BRAID_CONNECT=neighbours: not every pair is connected
+    return true;
+  }
+
+  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
+    // Each round moves one slot of data per peer and phase: n slots' worth of the message.
+    size_t perSlot = (comm.config.slotBytes / args.elemSize) & ~size_t(63);
+    if (perSlot == 0) perSlot = comm.config.slotBytes / args.elemSize;
+    const size_t step = perSlot * comm.nranks, es = args.elemSize;
+    for (size_t off = 0; off < args.count; off += step) {
+      size_t n = std::min(step, args.count - off);
+      BRAID_TRY(twoShot(args, comm, static_cast<const char*>(args.sendbuff) + off * es,
+                        static_cast<char*>(args.recvbuff) + off * es, n));
+    }
+    return ncclSuccess;
+  }
+
+ private:
+  static ncclResult_t post(ncclComm& comm, const CollArgs& args, int to, const void* src,
+                           size_t count, bool applyPre) {
+    FifoSender& f = comm.sendTo[to]->fifo();
+    void* slot;
+    BRAID_TRY(f.acquire(comm.policy, &slot));
+    if (applyPre)
+      kernels::reduce(args.op, slot, nullptr, nullptr, src, count, kernels::kApplyPre);
+    else
+      kernels::copy(slot, nullptr, src, count * args.elemSize);
+    f.post(slotInfo(static_cast<uint32_t>(count * args.elemSize), args.fingerprint));
+    return ncclSuccess;
+  }
+
+  static ncclResult_t receive(ncclComm& comm, const CollArgs& args, int from, size_t count,
+                              const void** data) {
+    SlotInfo info;
+    const size_t bytes = count * args.elemSize;
+    BRAID_TRY(comm.recvFrom[from]->fifo().wait(comm.policy, data, &info));
+    if (fingerprintOf(info) != args.fingerprint || info.bytes != bytes)
+      return fail(ncclInvalidUsage, "%s",
+                  describeMismatch(comm.rank, args.fingerprint, bytes, from, info).c_str());
+    return ncclSuccess;
+  }
+
+  static ncclResult_t twoShot(const CollArgs& args, ncclComm& comm, const char* in, char* out,
+                              size_t count) {
+    const int n = comm.nranks, me = comm.rank;
+    const size_t es = args.elemSize;
+    const Block mine = blockOf(count, n, me);
+    // This rank's own term, pre-op applied, kept aside: the output may alias the input.
+    thread_local std::vector<char> scratch;
+    if (scratch.size() < mine.len * es + 1) scratch.resize(mine.len * es + 1);
+    kernels::reduce(args.op, scratch.data(), nullptr, nullptr, in + mine.start * es, mine.len,
+                    kernels::kApplyPre);
+    // Shot 1: block j of this rank's contribution to rank j.
+    for (int i = 1; i < n; i++) {
+      const int to = (me + i) % n;
+      const Block b = blockOf(count, n, to);
+      BRAID_TRY(post(comm, args, to, in + b.start * es, b.len, true));
+    }
+    // Combine this rank's block in rank order; a slot is released once it has been read.
+    char* result = out + mine.start * es;
+    const void* acc = nullptr;
+    FifoReceiver* accFrom = nullptr;
+    for (int k = 0; k < n; k++) {
+      const void* term = scratch.data();
+      FifoReceiver* from = nullptr;
+      if (k != me) {
+        BRAID_TRY(receive(comm, args, k, mine.len, &term));
+        from = &comm.recvFrom[k]->fifo();
+      }
+      if (!acc) {
+        acc = term;
+        accFrom = from;
+        continue;
+      }
+      kernels::reduce(args.op, result, nullptr, acc, term, mine.len,
+                      k == n - 1 ? kernels::kApplyPost : 0u);
+      acc = result;
+      if (accFrom) accFrom->release();
+      accFrom = nullptr;
+      if (from) from->release();
+    }
+    // Shot 2: the final block to every peer, theirs into the output.
+    for (int i = 1; i < n; i++) BRAID_TRY(post(comm, args, (me + i) % n, result, mine.len, false));
+    for (int i = 1; i < n; i++) {
+      const int from = (me + n - i) % n;
+      const Block b = blockOf(count, n, from);
+      const void* data;
+      BRAID_TRY(receive(comm, args, from, b.len, &data));
+      kernels::copy(out + b.start * es, nullptr, data, b.len * es);
+      comm.recvFrom[from]->fifo().release();
+    }
+    return ncclSuccess;
+  }
+};
+
+}  // namespace
+
+const Algorithm* twoShotAllReduce() {
+  static TwoShotAllReduce a;
+  return &a;
+}
+
+}  // namespace braid
