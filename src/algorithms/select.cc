@@ -52,6 +52,15 @@ bool allowedBySpec(const std::string& spec, const char* name) {
 
 ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
   comm.opCount++;
+  // NCCL_PROTO takes NCCL_ALGO's syntax. Braid moves every message with one protocol, Simple
+  // (slots with the data and a separate flag); LL and LL128 are NCCL's GPU protocols. A spec
+  // that rules Simple out for this collective leaves nothing to run it with.
+  if (!comm.config.proto.empty() &&
+      !allowedBySpec(algoSpecFor(comm.config.proto, args.coll), "simple"))
+    return fail(ncclInvalidUsage,
+                "NCCL_PROTO=%s leaves no protocol for %s: Braid implements Simple only (LL and "
+                "LL128 are GPU protocols)",
+                comm.config.proto.c_str(), collName(args.coll));
   const auto& algos = algorithmsFor(args.coll);
   std::string spec = algoSpecFor(comm.config.algo, args.coll);
   const Algorithm* chosen = nullptr;

@@ -16,6 +16,7 @@ ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
   c.tcpSockets = static_cast<int>(envInt("BRAID_TCP_SOCKETS", envInt("NCCL_NSOCKS_PERTHREAD", 2)));
   c.tcpBufferBytes = static_cast<int>(envInt("BRAID_TCP_BUFFER", 4 << 20));
   c.algo = envString("NCCL_ALGO", "");
+  c.proto = envString("NCCL_PROTO", "");
   c.connectNeighboursOnly = envString("BRAID_CONNECT", "all") == "neighbours";
   std::string list = envString("BRAID_TRANSPORTS", "");
   std::stringstream ss(list);
