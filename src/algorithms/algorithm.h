@@ -35,7 +35,10 @@ class Algorithm {
   virtual ncclResult_t run(const CollArgs& args, ncclComm& comm) const = 0;
 };
 
-/// Picks the algorithm for `args` (NCCL_ALGO first, else the size/rank rule) and runs it.
+/// The algorithm runCollective would run `args` with (NCCL_ALGO first, else the size/rank
+/// rule); nullptr when NCCL_ALGO leaves none.
+const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args);
+/// Picks the algorithm for `args` (chooseAlgorithm) and runs it.
 ncclResult_t runCollective(ncclComm& comm, CollArgs& args);
 
 /// The registered algorithms of a collective, in default preference order.

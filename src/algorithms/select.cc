@@ -50,17 +50,7 @@ bool allowedBySpec(const std::string& spec, const char* name) {
 
 }  // namespace
 
-ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
-  comm.opCount++;
-  // NCCL_PROTO takes NCCL_ALGO's syntax. Braid moves every message with one protocol, Simple
-  // (slots with the data and a separate flag); LL and LL128 are NCCL's GPU protocols. A spec
-  // that rules Simple out for this collective leaves nothing to run it with.
-  if (!comm.config.proto.empty() &&
-      !allowedBySpec(algoSpecFor(comm.config.proto, args.coll), "simple"))
-    return fail(ncclInvalidUsage,
-                "NCCL_PROTO=%s leaves no protocol for %s: Braid implements Simple only (LL and "
-                "LL128 are GPU protocols)",
-                comm.config.proto.c_str(), collName(args.coll));
+const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args) {
   const auto& algos = algorithmsFor(args.coll);
   std::string spec = algoSpecFor(comm.config.algo, args.coll);
   const Algorithm* chosen = nullptr;
@@ -79,6 +69,22 @@ ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
       if (!chosen && strcasecmp(a->name(), name) == 0 && usable(a)) chosen = a;
   for (const Algorithm* a : algos)
     if (!chosen && usable(a)) chosen = a;
+  return chosen;
+}
+
+ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
+  comm.opCount++;
+  // NCCL_PROTO takes NCCL_ALGO's syntax. Braid moves every message with one protocol, Simple
+  // (slots with the data and a separate flag); LL and LL128 are NCCL's GPU protocols. A spec
+  // that rules Simple out for this collective leaves nothing to run it with.
+  if (!comm.config.proto.empty() &&
+      !allowedBySpec(algoSpecFor(comm.config.proto, args.coll), "simple"))
+    return fail(ncclInvalidUsage,
+                "NCCL_PROTO=%s leaves no protocol for %s: Braid implements Simple only (LL and "
+                "LL128 are GPU protocols)",
+                comm.config.proto.c_str(), collName(args.coll));
+  const Algorithm* chosen = chooseAlgorithm(comm, args);
+  const size_t bytes = args.count * args.elemSize;
   if (!chosen)
     return fail(ncclInvalidUsage, "NCCL_ALGO=%s leaves no algorithm for %s on %d ranks",
                 comm.config.algo.c_str(), collName(args.coll), comm.nranks);

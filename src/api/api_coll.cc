@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/cost_model.h"
 #include "api/api.h"
 #include "core/group.h"
 #include "core/host_stream.h"
@@ -43,10 +44,16 @@ ncclResult_t enqueue(CollType coll, const void* sendbuff, void* recvbuff, size_t
     args.op.dtype = dtype;
   }
   if (count == 0) return ncclSuccess;
-  return runOrDefer(comm, hostStreamFromHandle(stream), [comm, args]() mutable {
-    ActiveCall active(comm);
-    return runCollective(*comm, args);
-  });
+  return runOrDefer(
+      comm, hostStreamFromHandle(stream),
+      [comm, args]() mutable {
+        ActiveCall active(comm);
+        return runCollective(*comm, args);
+      },
+      [comm, args] {
+        const Algorithm* a = chooseAlgorithm(*comm, args);
+        return a ? estimateCollectiveUs(*comm, args, a->name()) : 0.0;
+      });
 }
 
 }  // namespace
@@ -145,6 +152,20 @@ NCCL_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm) {
 
 NCCL_API(ncclResult_t, ncclGroupStart) {
   return apiGuard("ncclGroupStart", [] { return groupStart(); });
+}
+
+NCCL_API(ncclResult_t, ncclGroupSimulateEnd, ncclSimInfo_t* simInfo) {
+  return apiGuard("ncclGroupSimulateEnd", [&]() -> ncclResult_t {
+    if (!simInfo) return fail(ncclInvalidArgument, "simInfo is NULL");
+    if (simInfo->magic != 0x74685283u || simInfo->size != sizeof(ncclSimInfo_t))
+      return fail(ncclInvalidArgument,
+                  "simInfo (magic 0x%08x, size %zu) was not set up with NCCL_SIM_INFO_INITIALIZER",
+                  simInfo->magic, simInfo->size);
+    double us = 0;
+    BRAID_TRY(groupSimulateEnd(&us));
+    simInfo->estimatedTime = static_cast<float>(us);
+    return ncclSuccess;
+  });
 }
 
 NCCL_API(ncclResult_t, ncclGroupEnd) {

@@ -1,6 +1,7 @@
 // Point-to-point and the collectives built on it (AlltoAll, Gather, Scatter): each call becomes
 // a batch of sends and receives that progress together (algorithms/p2p.h). ncclSend/ncclRecv
 // inside a group join one batch per communicator, run at ncclGroupEnd.
+#include "algorithms/cost_model.h"
 #include "algorithms/p2p.h"
 #include "api/api.h"
 #include "core/group.h"
@@ -51,7 +52,12 @@ ncclResult_t enqueueP2p(bool isSend, const void* sendbuff, void* recvbuff, size_
           for (const P2pRequest& q : *batch) ops.push_back(toOp(q));
           return runBatch(comm, std::move(ops));
         },
-        hostStream);
+        hostStream,
+        [comm, batch] {
+          size_t bytes = 0;
+          for (const P2pRequest& q : *batch) bytes += q.bytes;
+          return estimateP2pUs(*comm, batch->size(), bytes);
+        });
   }
   comm->pendingP2p->push_back(req);
   return ncclSuccess;

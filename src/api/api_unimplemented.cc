@@ -18,4 +18,3 @@ BRAID_NOT_IMPLEMENTED(ncclCommDeregister, const ncclComm_t comm, void* handle)
 BRAID_NOT_IMPLEMENTED(ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
                       ncclWindow_t* win, int winFlags)
 BRAID_NOT_IMPLEMENTED(ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win)
-BRAID_NOT_IMPLEMENTED(ncclGroupSimulateEnd, ncclSimInfo_t* simInfo)

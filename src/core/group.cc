@@ -19,6 +19,7 @@ struct Task {
   ncclComm* comm;
   std::function<ncclResult_t()> run;
   HostStream* stream;
+  TaskEstimate estimate;
 };
 
 struct GroupState {
@@ -70,13 +71,15 @@ ncclResult_t groupStart() {
   return ncclSuccess;
 }
 
-void groupAdd(ncclComm* comm, std::function<ncclResult_t()> task, HostStream* stream) {
-  tls.tasks.push_back({comm, std::move(task), stream});
+void groupAdd(ncclComm* comm, std::function<ncclResult_t()> task, HostStream* stream,
+              TaskEstimate estimate) {
+  tls.tasks.push_back({comm, std::move(task), stream, std::move(estimate)});
 }
 
-ncclResult_t runOrDefer(ncclComm* comm, HostStream* stream, std::function<ncclResult_t()> task) {
+ncclResult_t runOrDefer(ncclComm* comm, HostStream* stream, std::function<ncclResult_t()> task,
+                        TaskEstimate estimate) {
   if (groupActive()) {
-    groupAdd(comm, std::move(task), stream);
+    groupAdd(comm, std::move(task), stream, std::move(estimate));
     return ncclSuccess;
   }
   if (stream) {
@@ -142,6 +145,26 @@ ncclResult_t groupEnd() {
   for (HostStream* s : streams)
     if (s) BRAID_TRY(s->synchronize());
   return runGroup(std::move(tasks));
+}
+
+ncclResult_t groupSimulateEnd(double* estimatedUs) {
+  if (tls.depth == 0)
+    return fail(ncclInvalidUsage, "ncclGroupSimulateEnd without a matching ncclGroupStart");
+  // Communicator creation deferred to the group's end cannot be skipped (the caller holds the
+  // new handles): the group stays open for an ncclGroupEnd that runs it.
+  for (const Task& t : tls.tasks)
+    if (!t.estimate)
+      return fail(ncclInvalidUsage,
+                  "ncclGroupSimulateEnd: the group creates communicators, which cannot be "
+                  "simulated; the group is still open: end it with ncclGroupEnd");
+  std::map<ncclComm*, double> perComm;
+  for (const Task& t : tls.tasks) perComm[t.comm] += t.estimate();
+  *estimatedUs = 0;
+  for (const auto& [comm, us] : perComm) *estimatedUs = std::max(*estimatedUs, us);
+  if (--tls.depth > 0) return ncclSuccess;
+  // Nothing runs: the work and any point-to-point batch it holds are dropped with the group.
+  tls.tasks.clear();
+  return ncclSuccess;
 }
 
 }  // namespace braid

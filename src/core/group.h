@@ -19,9 +19,17 @@ bool groupActive();
 uint64_t groupSerial();
 ncclResult_t groupStart();
 ncclResult_t groupEnd();
+/// The cost model's estimate of a deferred task, in microseconds (asked only by a simulated end).
+using TaskEstimate = std::function<double()>;
 /// Defers `task` (for `comm`, on `stream` or the caller's thread) to the end of the current group.
-void groupAdd(ncclComm* comm, std::function<ncclResult_t()> task, HostStream* stream = nullptr);
+void groupAdd(ncclComm* comm, std::function<ncclResult_t()> task, HostStream* stream = nullptr,
+              TaskEstimate estimate = {});
 /// Runs `task` now, queues it on `stream` (a host stream), or defers it (inside a group).
-ncclResult_t runOrDefer(ncclComm* comm, HostStream* stream, std::function<ncclResult_t()> task);
+ncclResult_t runOrDefer(ncclComm* comm, HostStream* stream, std::function<ncclResult_t()> task,
+                        TaskEstimate estimate = {});
+/// ncclGroupSimulateEnd: ends the group like groupEnd but runs nothing. The outermost one drops
+/// the group's work and returns its estimated time: communicators run concurrently, so the
+/// largest of their sums.
+ncclResult_t groupSimulateEnd(double* estimatedUs);
 
 }  // namespace braid

@@ -38,11 +38,6 @@ class NotImplemented : public OneRankComm {
            return ncclMemAlloc(&p, 64);
          }},
         {"ncclMemFree", [](ncclComm_t) { return ncclMemFree(buf); }},
-        {"ncclGroupSimulateEnd",
-         [](ncclComm_t) {
-           ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
-           return ncclGroupSimulateEnd(&info);
-         }},
     };
   }
 };
