@@ -66,6 +66,15 @@ def _dtype_argument(dtype, arrays):
                         % (dtype,)) from None
 
 
+def _plain(array):
+    """An ml_dtypes array (bfloat16, fp8) viewed as unsigned integers of its width: numpy cannot
+    export those types through the buffer protocol; the dtype name travels separately."""
+    name = getattr(getattr(array, "dtype", None), "name", None)
+    if name in _NAMED_ONLY and isinstance(array, np.ndarray):
+        return array.view(np.uint16 if array.itemsize == 2 else np.uint8)
+    return array
+
+
 def _element_type(array, dtype):
     return np.dtype(dtype) if dtype is not None and not isinstance(dtype, (str, _braid.DataType)) \
         else np.asarray(array).dtype
@@ -205,7 +214,7 @@ class Communicator:
     def _issue(self, method, arrays, stream, *args, **kwargs):
         state = _group_state()
         handle = stream_argument(stream, arrays)
-        getattr(self._comm, method)(*args, stream=handle, **kwargs)
+        getattr(self._comm, method)(*(_plain(a) for a in args), stream=handle, **kwargs)
         if state.depth > 0:
             state.keep.extend(a for a in arrays if a is not None)
             if not self.blocking:
