@@ -47,9 +47,12 @@ def train(tf, cross_device_ops, devices, train_set, test_set, epochs, batch):
         model.compile(optimizer=tf.keras.optimizers.SGD(0.05, momentum=0.9),
                       loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                       metrics=["accuracy"])
-    x, y = train_set
+    # Full batches only: MirroredStrategy splits each global batch evenly over the replicas.
+    dataset = (tf.data.Dataset.from_tensor_slices(train_set)
+               .shuffle(len(train_set[0]), seed=2, reshuffle_each_iteration=True)
+               .batch(batch, drop_remainder=True))
     start = time.perf_counter()
-    model.fit(x, y, batch_size=batch, epochs=epochs, shuffle=True, verbose=0)
+    model.fit(dataset, epochs=epochs, shuffle=False, verbose=0)  # tf.data shuffles
     seconds = time.perf_counter() - start
     _, accuracy = model.evaluate(*test_set, batch_size=batch, verbose=0)
     return model, accuracy, seconds
@@ -74,19 +77,19 @@ def main():
 
     import braid.tensorflow
 
+    batch = args.batch - args.batch % args.replicas  # a multiple of the replica count
     train_set, test_set = split(*load_digits(args.data))
     print("digits: %d training and %d test images, %d replicas, global batch %d, %d epochs"
-          % (len(train_set[0]), len(test_set[0]), args.replicas, args.batch, args.epochs))
+          % (len(train_set[0]), len(test_set[0]), args.replicas, batch, args.epochs))
 
     ops = braid.tensorflow.BraidCrossDeviceOps()
-    model, accuracy, seconds = train(tf, ops, devices, train_set, test_set, args.epochs,
-                                     args.batch)
+    model, accuracy, seconds = train(tf, ops, devices, train_set, test_set, args.epochs, batch)
     print("Braid:                test accuracy %.4f, training %.1f s (%d Braid group calls)"
           % (accuracy, seconds, ops.braid_calls))
     if args.compare:
         reference, ref_accuracy, ref_seconds = train(
             tf, tf.distribute.ReductionToOneDevice(), devices, train_set, test_set, args.epochs,
-            args.batch)
+            batch)
         diff = max(float(np.max(np.abs(a - b)))
                    for a, b in zip(model.get_weights(), reference.get_weights()))
         print("ReductionToOneDevice: test accuracy %.4f, training %.1f s; "
