@@ -115,10 +115,11 @@ def test_a_failing_collective_raises_with_braids_message(graph):
     # Graph mode: the numpy_function op fails with tf.errors.UnknownError carrying
     # "BraidError: <Braid's text>"; eagerly, BraidError itself comes through.
     expected_type = tf.errors.UnknownError if graph else braid.BraidError
-    with pytest.raises(expected_type, match=r"operation mismatch: rank 0 called AllReduce\(count=1,"
-                                            r"float,sum\) #1 but rank 1 called AllReduce\(count=2"):
+    mismatch = (r"operation mismatch: rank 0 called AllReduce\(count=1,float,sum\) #1 but "
+                r"rank 1 called AllReduce\(count=2")
+    with pytest.raises(expected_type, match=mismatch):
         tf.function(run)() if graph else run()
     if not graph:
-        # Eagerly, numpy_function lets BraidError itself through; the communicators stay failed.
+        # The communicators stay failed: the next call says so (docs/tensorflow.md).
         with pytest.raises(braid.BraidError, match=r"failed earlier.*ncclInvalidUsage"):
             run()
