@@ -85,8 +85,8 @@ class Communicator:
 
     ``Communicator(nranks, unique_id, rank)`` joins the ranks that share ``unique_id`` (from
     ``braid.get_unique_id()`` on one rank, passed to all; under ``braidrun`` every process's
-    ``get_unique_id()`` returns the same id). ``Communicator.init_all(n)`` makes all n ranks in this
-    process (threads, or one thread with ``braid.group()``).
+    ``get_unique_id()`` returns the same id). ``Communicator.init_all(n)`` makes all n ranks in
+    this process (threads, or one thread with ``braid.group()``).
 
     Collectives take numpy arrays (any object with the buffer protocol; C-contiguous, of an NCCL
     type), write their result into ``recv`` and return it; with ``recv=None`` they work in place
