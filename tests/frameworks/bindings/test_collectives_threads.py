@@ -12,7 +12,9 @@ from conftest import run_threads
 @pytest.mark.parametrize("nranks", [1, 2, 3])
 def test_every_collective_one_thread_per_rank(nranks):
     comms = braid.Communicator.init_all(nranks)
-    all_cases = list(cases())
+    # The large count in every dtype at 2 ranks; at 1 and 3 ranks in two dtypes (3 threads on the
+    # 2-core test machine make the full set slow, and the paths are the same).
+    all_cases = list(cases(quick=nranks != 2))
 
     def rank_body(comm):
         failures = []
@@ -28,7 +30,7 @@ def test_every_collective_one_thread_per_rank(nranks):
     for c in comms:
         c.destroy()
     assert not failures, "%d wrong outputs, first: %s" % (len(failures), failures[:5])
-    assert len(all_cases) > 500
+    assert len(all_cases) > 1200
 
 
 @pytest.mark.parametrize("nranks", [1, 2, 3])

@@ -48,11 +48,26 @@ def check_mirrored(tensors, nreplicas, reference, dtype, check_devices=True):
         np.testing.assert_allclose(got, reference, rtol=tol, atol=0)
 
 
+_STRATEGIES = {}
+
+
+@pytest.fixture
+def strategy_and_ops(nreplicas):
+    """One MirroredStrategy per replica count for the tests that succeed (making them is most of
+    these tests' time), its call counter reset for each test."""
+    if nreplicas not in _STRATEGIES:
+        ops = braid.tensorflow.BraidCrossDeviceOps()
+        _STRATEGIES[nreplicas] = (
+            tf.distribute.MirroredStrategy(DEVICES[:nreplicas], cross_device_ops=ops), ops)
+    strategy, ops = _STRATEGIES[nreplicas]
+    ops.braid_calls = 0
+    return strategy, ops
+
+
 @pytest.mark.parametrize("graph", [False, True], ids=["eager", "tf.function"])
 @pytest.mark.parametrize("op", [SUM, MEAN], ids=["SUM", "MEAN"])
-def test_batch_reduce(nreplicas, op, graph):
-    ops = braid.tensorflow.BraidCrossDeviceOps()
-    strategy = tf.distribute.MirroredStrategy(DEVICES[:nreplicas], cross_device_ops=ops)
+def test_batch_reduce(nreplicas, strategy_and_ops, op, graph):
+    strategy, ops = strategy_and_ops
     cases = [(d, s) for d, s in CASES if not (op == MEAN and d == tf.int64)]
     values = [make(strategy, j, d, s) for j, (d, s) in enumerate(cases)]
 
@@ -68,9 +83,8 @@ def test_batch_reduce(nreplicas, op, graph):
 
 
 @pytest.mark.parametrize("op", [SUM, MEAN], ids=["SUM", "MEAN"])
-def test_reduce_to_replicas_and_to_one_device(nreplicas, op):
-    ops = braid.tensorflow.BraidCrossDeviceOps()
-    strategy = tf.distribute.MirroredStrategy(DEVICES[:nreplicas], cross_device_ops=ops)
+def test_reduce_to_replicas_and_to_one_device(nreplicas, strategy_and_ops, op):
+    strategy, ops = strategy_and_ops
     v = make(strategy, 0, tf.float32, (11,))
     reference = expected(nreplicas, 0, tf.float32, (11,), op)
     check_mirrored(ops.reduce(op, v, v).values, nreplicas, reference, tf.float32)
@@ -81,9 +95,8 @@ def test_reduce_to_replicas_and_to_one_device(nreplicas, op):
 
 
 @pytest.mark.parametrize("graph", [False, True], ids=["eager", "tf.function"])
-def test_broadcast(nreplicas, graph):
-    ops = braid.tensorflow.BraidCrossDeviceOps()
-    strategy = tf.distribute.MirroredStrategy(DEVICES[:nreplicas], cross_device_ops=ops)
+def test_broadcast(nreplicas, strategy_and_ops, graph):
+    strategy, ops = strategy_and_ops
     destinations = make(strategy, 0, tf.float32, (2,))
     source = np.arange(10, dtype=np.float64).reshape(2, 5) * 1.5 - 4
 

@@ -9,7 +9,7 @@ import tensorflow as tf
 import braid.tensorflow
 from conftest import DEVICES
 
-STEPS_PER_EPOCH, EPOCHS, GLOBAL_BATCH = 4, 3, 24   # K = 12 steps; 24 splits over 2 and 3
+STEPS_PER_EPOCH, EPOCHS, GLOBAL_BATCH = 4, 2, 24   # K = 8 steps; 24 splits over 2 and 3
 TOLERANCE = 1e-5  # absolute, on weights of magnitude ~0.1-1
 
 
