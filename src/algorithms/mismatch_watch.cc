@@ -46,7 +46,11 @@ ncclResult_t MismatchWatch::onStall(const WakeWord& waitingOn) {
     // nothing (more) to send here. Its slots reach this FIFO before its status does, so nothing
     // is still on its way.
     const bool waitingForThisPeer = waitingOn.word == &fifo.control()->head;
-    if (waitingForThisPeer && current.seq() > mine.seq()) {
+    // Looked at again after reading the status: a slot posted before it is visible by now (the
+    // wait's own check came earlier, and this thread may have been descheduled since).
+    const void* slot;
+    SlotInfo info;
+    if (waitingForThisPeer && current.seq() > mine.seq() && !fifo.tryWait(&slot, &info)) {
       if (previous.seq() == mine.seq() && !(previous == mine)) return mismatch(peer, previous);
       return fail(ncclInvalidUsage,
                   "operation mismatch: rank %d called %s and waits for data from rank %d, but "
