@@ -3,6 +3,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
+
+#include <pybind11/pybind11.h>
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -59,8 +62,14 @@ ProcessGroupBraid::ProcessGroupBraid(const c10::intrusive_ptr<c10d::Store>& stor
 }
 
 ProcessGroupBraid::~ProcessGroupBraid() {
-  // Every queued task ends (with a result or an error), so this wait is bounded by the deadline.
-  braidStreamDestroy(stream_);
+  {
+    // torch drops process groups with the GIL held, and the stream's thread may need the GIL to
+    // finish its last task (dropping a future whose callbacks are Python functions).
+    std::optional<pybind11::gil_scoped_release> noGil;
+    if (Py_IsInitialized() && PyGILState_Check()) noGil.emplace();
+    // Every queued task ends (with a result or an error): bounded by the deadline.
+    braidStreamDestroy(stream_);
+  }
   ncclResult_t asyncError = ncclSuccess;
   ncclCommGetAsyncError(comm_, &asyncError);
   // A failed communicator's peers may be gone: abort frees it without talking to them.
