@@ -53,7 +53,8 @@ ProcessGroupBraid::ProcessGroupBraid(const c10::intrusive_ptr<c10d::Store>& stor
   checkInit(ncclCommInitRank(&comm_, size, id, rank), "ncclCommInitRank");
   // torch's timeout (init_process_group(timeout=...), 30 min by default) bounds every wait,
   // as it does for torch's NCCL backend; an explicit BRAID_TIMEOUT_S wins.
-  if (!std::getenv("BRAID_TIMEOUT_S") && timeout.count() > 0) {
+  const char* braidTimeout = std::getenv("BRAID_TIMEOUT_S");
+  if ((!braidTimeout || !*braidTimeout) && timeout.count() > 0) {
     checkInit(braidCommSetTimeout(comm_, timeout.count() / 1000.0), "braidCommSetTimeout");
   }
   ncclResult_t r = braidStreamCreate(&stream_);
