@@ -39,3 +39,19 @@ def test_braidrun():
     if not braidrun or not os.path.exists(braidrun):
         pytest.skip("BRAIDRUN (the path of build/bin/braidrun) is not set")
     _run([braidrun, "-n", str(WORLD), sys.executable, WORKER])
+
+
+def test_example_under_mp_spawn():
+    """examples/ddp/train_ddp.py, started the mp.spawn way, a few epochs: it learns."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+    script = os.path.join(root, "examples", "ddp", "train_ddp.py")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env.pop("RANK", None)
+    done = subprocess.run([sys.executable, script, "--nprocs", "2", "--epochs", "4"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    line = [s for s in done.stdout.splitlines() if "test accuracy" in s]
+    assert line, output
+    accuracy = float(line[0].split("test accuracy")[1].split(",")[0])
+    assert accuracy > 0.85, line[0]
