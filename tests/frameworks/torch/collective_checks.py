@@ -185,3 +185,15 @@ def check_barrier(rank, world):
         store.add(f"arrived{round_}", 1)
         dist.barrier()
         assert store.add(f"arrived{round_}", 0) == world, "barrier returned before every rank"
+
+
+def check_subgroup(rank, world):
+    """new_group: a second Braid communicator over some ranks (its own store prefix and id)."""
+    members = sorted({0, world - 1})
+    group = dist.new_group(ranks=members, backend="braid")
+    if rank in members:
+        t = torch.full((1031,), float(rank + 1))
+        dist.all_reduce(t, group=group)
+        assert_same(t, torch.full((1031,), float(sum(m + 1 for m in members))),
+                    f"all_reduce on subgroup {members}")
+    dist.barrier()
