@@ -12,6 +12,11 @@ extern "C" {
 /// 1-element allreduce users write by hand, with Braid's error reporting). Collective.
 ncclResult_t braidBarrier(ncclComm_t comm);
 
+/// Like ncclGetUniqueId, but always a fresh id whose bootstrap root this process hosts on a free
+/// port: NCCL_COMM_ID and MASTER_ADDR/MASTER_PORT are ignored. For programs that share the id
+/// themselves (a framework's key-value store) while MASTER_PORT belongs to that framework.
+ncclResult_t braidGetFreshUniqueId(ncclUniqueId* uniqueId);
+
 /* Host streams: in-order asynchronous queues for host-memory work, the CPU counterpart of a
  * CUDA stream. Pass one, cast with braidStreamAsCuda(), as the `stream` argument of any
  * collective or point-to-point call (or of every call of a group): the call validates its

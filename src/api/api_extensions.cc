@@ -2,6 +2,7 @@
 #include "api/api.h"
 #include "braid/braid.h"
 #include "core/host_stream.h"
+#include "core/unique_id.h"
 
 using namespace braid;
 
@@ -10,6 +11,13 @@ extern "C" BRAID_EXPORT ncclResult_t braidBarrier(ncclComm_t comm) {
     BRAID_TRY(checkComm(comm));
     uint8_t token = 0, sum = 0;
     return pncclAllReduce(&token, &sum, 1, ncclUint8, ncclSum, comm, nullptr);
+  });
+}
+
+extern "C" BRAID_EXPORT ncclResult_t braidGetFreshUniqueId(ncclUniqueId* uniqueId) {
+  return apiGuard("braidGetFreshUniqueId", [&] {
+    if (!uniqueId) return fail(ncclInvalidArgument, "uniqueId is NULL");
+    return newHostedUniqueId(uniqueId);
   });
 }
 

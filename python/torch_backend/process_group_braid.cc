@@ -1,0 +1,328 @@
+#include "process_group_braid.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include <pybind11/pybind11.h>
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include "tensor_checks.h"
+#include "work_braid.h"
+
+namespace braid_torch {
+
+namespace {
+
+// The key under the group's PrefixStore where rank 0 publishes the communicator's id.
+constexpr const char* kUniqueIdKey = "braid_unique_id";
+
+void checkInit(ncclResult_t r, const char* what) {
+  TORCH_CHECK(r == ncclSuccess, "braid process group: ", what, " failed: ", ncclGetErrorString(r),
+              ": ", ncclGetLastError(nullptr));
+}
+
+}  // namespace
+
+struct ProcessGroupBraid::Task {
+  c10::intrusive_ptr<WorkBraid> work;
+  const char* call;
+  ncclComm_t comm;
+  std::vector<at::Tensor> keepAlive;
+  std::function<ncclResult_t()> body;
+};
+
+ProcessGroupBraid::ProcessGroupBraid(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                     int size, std::chrono::milliseconds timeout)
+    : c10d::ProcessGroup(rank, size) {
+  ncclUniqueId id;
+  if (rank == 0) {
+    // A fresh id, not ncclGetUniqueId's: under torchrun MASTER_PORT is torch's store.
+    checkInit(braidGetFreshUniqueId(&id), "braidGetFreshUniqueId");
+    const auto* bytes = reinterpret_cast<const uint8_t*>(&id);
+    store->set(kUniqueIdKey, std::vector<uint8_t>(bytes, bytes + sizeof(id)));
+  } else {
+    std::vector<uint8_t> bytes = store->get(kUniqueIdKey);
+    TORCH_CHECK(bytes.size() == sizeof(id), "braid process group: the store's ", kUniqueIdKey,
+                " holds ", bytes.size(), " bytes, expected ", sizeof(id));
+    std::memcpy(&id, bytes.data(), sizeof(id));
+  }
+  checkInit(ncclCommInitRank(&comm_, size, id, rank), "ncclCommInitRank");
+  // torch's timeout (init_process_group(timeout=...), 30 min by default) bounds every wait,
+  // as it does for torch's NCCL backend; an explicit BRAID_TIMEOUT_S wins.
+  const char* braidTimeout = std::getenv("BRAID_TIMEOUT_S");
+  if ((!braidTimeout || !*braidTimeout) && timeout.count() > 0) {
+    checkInit(braidCommSetTimeout(comm_, timeout.count() / 1000.0), "braidCommSetTimeout");
+  }
+  ncclResult_t r = braidStreamCreate(&stream_);
+  if (r != ncclSuccess) ncclCommDestroy(comm_);
+  checkInit(r, "braidStreamCreate");
+}
+
+ProcessGroupBraid::~ProcessGroupBraid() {
+  {
+    // torch drops process groups with the GIL held, and the stream's thread may need the GIL to
+    // finish its last task (dropping a future whose callbacks are Python functions).
+    std::optional<pybind11::gil_scoped_release> noGil;
+    if (Py_IsInitialized() && PyGILState_Check()) noGil.emplace();
+    // Every queued task ends (with a result or an error): bounded by the deadline.
+    braidStreamDestroy(stream_);
+  }
+  ncclResult_t asyncError = ncclSuccess;
+  ncclCommGetAsyncError(comm_, &asyncError);
+  // A failed communicator's peers may be gone: abort frees it without talking to them.
+  if (asyncError != ncclSuccess) {
+    ncclCommAbort(comm_);
+  } else {
+    ncclCommDestroy(comm_);
+  }
+}
+
+double ProcessGroupBraid::commTimeoutSeconds() const {
+  double seconds = 0;
+  checkInit(braidCommGetTimeout(comm_, &seconds), "braidCommGetTimeout");
+  return seconds;
+}
+
+int ProcessGroupBraid::runTask(void* arg) {
+  std::unique_ptr<Task> task(static_cast<Task*>(arg));
+  // Copies in the bodies (list forms) must not record autograd history.
+  at::NoGradGuard noGrad;
+  ncclResult_t r;
+  std::string exceptionText;
+  try {
+    r = task->body();
+  } catch (const std::exception& e) {
+    r = ncclInternalError;
+    exceptionText = e.what();
+  }
+  if (r == ncclSuccess) {
+    task->work->succeed();
+  } else {
+    std::string text = exceptionText.empty() ? ncclGetLastError(task->comm) : exceptionText;
+    task->work->failWith(std::string("braid ") + task->call + " failed: " + ncclGetErrorString(r) +
+                         ": " + text);
+  }
+  return 0;  // errors live in the Work: the stream must keep running later tasks
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::enqueue(c10d::OpType type, const char* call,
+                                                          std::vector<at::Tensor> outputs,
+                                                          std::vector<at::Tensor> keepAlive,
+                                                          std::function<ncclResult_t()> body) {
+  auto work = c10::make_intrusive<WorkBraid>(rank_, type, std::move(outputs));
+  auto* task = new Task{work, call, comm_, std::move(keepAlive), std::move(body)};
+  ncclResult_t r = braidStreamLaunchHostFunc(stream_, &ProcessGroupBraid::runTask, task);
+  if (r != ncclSuccess) {
+    delete task;
+    TORCH_CHECK(false, "braid ", call,
+                ": braidStreamLaunchHostFunc failed: ", ncclGetErrorString(r), ": ",
+                ncclGetLastError(comm_));
+  }
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::broadcast(std::vector<at::Tensor>& tensors,
+                                                            const c10d::BroadcastOptions& opts) {
+  const at::Tensor& t = singleTensor(tensors, "broadcast", "tensors");
+  checkRank(opts.rootRank, size_, "broadcast", "src");
+  TORCH_CHECK_VALUE(opts.rootTensor == 0, "braid broadcast: rootTensor=", opts.rootTensor,
+                    " (one tensor per rank: must be 0)");
+  ncclDataType_t type = toBraidType(t.scalar_type(), "broadcast", false);
+  void* p = t.data_ptr();
+  size_t n = t.numel();
+  int root = static_cast<int>(opts.rootRank);
+  ncclComm_t comm = comm_;
+  return enqueue(c10d::OpType::BROADCAST, "broadcast", {t}, {},
+                 [=] { return ncclBroadcast(p, p, n, type, root, comm, nullptr); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allreduce(std::vector<at::Tensor>& tensors,
+                                                            const c10d::AllreduceOptions& opts) {
+  const at::Tensor& t = singleTensor(tensors, "allreduce", "tensors");
+  ncclDataType_t type = toBraidType(t.scalar_type(), "allreduce", true);
+  ncclRedOp_t op = toBraidOp(opts.reduceOp, "allreduce");
+  void* p = t.data_ptr();
+  size_t n = t.numel();
+  ncclComm_t comm = comm_;
+  return enqueue(c10d::OpType::ALLREDUCE, "allreduce", {t}, {},
+                 [=] { return ncclAllReduce(p, p, n, type, op, comm, nullptr); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  TORCH_CHECK_VALUE(!tensors.empty(), "braid allreduce_coalesced: tensors is empty");
+  ncclRedOp_t op = toBraidOp(opts.reduceOp, "allreduce_coalesced");
+  struct Call {
+    void* p;
+    size_t n;
+    ncclDataType_t type;
+  };
+  std::vector<Call> calls;
+  for (size_t i = 0; i < tensors.size(); i++) {
+    checkTensor(tensors[i], "allreduce_coalesced", "tensors[" + std::to_string(i) + "]");
+    calls.push_back({tensors[i].data_ptr(), static_cast<size_t>(tensors[i].numel()),
+                     toBraidType(tensors[i].scalar_type(), "allreduce_coalesced", true)});
+  }
+  ncclComm_t comm = comm_;
+  return enqueue(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, {}, [=] {
+    ncclGroupStart();
+    for (const Call& c : calls) ncclAllReduce(c.p, c.p, c.n, c.type, op, comm, nullptr);
+    return ncclGroupEnd();
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce(std::vector<at::Tensor>& tensors,
+                                                         const c10d::ReduceOptions& opts) {
+  const at::Tensor& t = singleTensor(tensors, "reduce", "tensors");
+  checkRank(opts.rootRank, size_, "reduce", "dst");
+  ncclDataType_t type = toBraidType(t.scalar_type(), "reduce", true);
+  ncclRedOp_t op = toBraidOp(opts.reduceOp, "reduce");
+  void* p = t.data_ptr();
+  size_t n = t.numel();
+  int root = static_cast<int>(opts.rootRank);
+  ncclComm_t comm = comm_;
+  return enqueue(c10d::OpType::REDUCE, "reduce", {t}, {},
+                 [=] { return ncclReduce(p, p, n, type, op, root, comm, nullptr); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allgather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions&) {
+  const at::Tensor& in = singleTensor(inputs, "allgather", "input_tensors");
+  TORCH_CHECK_VALUE(outputs.size() == 1, "braid allgather: output_tensors holds ", outputs.size(),
+                    " lists; the Braid backend takes exactly one");
+  std::vector<at::Tensor>& outs = outputs[0];
+  TORCH_CHECK_VALUE(static_cast<int>(outs.size()) == size_, "braid allgather: tensor_list holds ",
+                    outs.size(), " tensors, the group has ", size_, " ranks");
+  for (size_t i = 0; i < outs.size(); i++) {
+    std::string what = "tensor_list[" + std::to_string(i) + "]";
+    TORCH_CHECK_VALUE(
+        outs[i].defined() && outs[i].device().is_cpu() && outs[i].layout() == at::kStrided,
+        "braid allgather: ", what, " must be a dense CPU tensor");
+    checkSameType(outs[i], in, "allgather", what);
+    TORCH_CHECK_VALUE(outs[i].numel() == in.numel(), "braid allgather: ", what, " has ",
+                      outs[i].numel(), " elements, the input has ", in.numel());
+  }
+  ncclDataType_t type = toBraidType(in.scalar_type(), "allgather", false);
+  // One contiguous receive buffer, then a copy into each output (which may be strided).
+  at::Tensor flat = at::empty({static_cast<int64_t>(size_) * in.numel()}, in.options());
+  const void* src = in.data_ptr();
+  void* dst = flat.data_ptr();
+  size_t n = in.numel();
+  ncclComm_t comm = comm_;
+  return enqueue(c10d::OpType::ALLGATHER, "allgather", outs, {in, flat}, [=] {
+    ncclResult_t r = ncclAllGather(src, dst, n, type, comm, nullptr);
+    if (r != ncclSuccess) return r;
+    for (size_t i = 0; i < outs.size(); i++) {
+      outs[i].copy_(flat.narrow(0, i * n, n).view(outs[i].sizes()));
+    }
+    return ncclSuccess;
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::_allgather_base(at::Tensor& output,
+                                                                  at::Tensor& input,
+                                                                  const c10d::AllgatherOptions&) {
+  checkTensor(input, "_allgather_base", "input_tensor");
+  checkTensor(output, "_allgather_base", "output_tensor");
+  checkSameType(output, input, "_allgather_base", "output_tensor");
+  TORCH_CHECK_VALUE(output.numel() == size_ * input.numel(), "braid _allgather_base: output has ",
+                    output.numel(), " elements, expected world size ", size_, " x input's ",
+                    input.numel());
+  ncclDataType_t type = toBraidType(input.scalar_type(), "_allgather_base", false);
+  const void* src = input.data_ptr();
+  void* dst = output.data_ptr();
+  size_t n = input.numel();
+  ncclComm_t comm = comm_;
+  return enqueue(c10d::OpType::_ALLGATHER_BASE, "_allgather_base", {output}, {input},
+                 [=] { return ncclAllGather(src, dst, n, type, comm, nullptr); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce_scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  const at::Tensor& out = singleTensor(outputs, "reduce_scatter", "output");
+  TORCH_CHECK_VALUE(inputs.size() == 1, "braid reduce_scatter: input_list holds ", inputs.size(),
+                    " lists; the Braid backend takes exactly one");
+  std::vector<at::Tensor>& ins = inputs[0];
+  TORCH_CHECK_VALUE(static_cast<int>(ins.size()) == size_,
+                    "braid reduce_scatter: input_list holds ", ins.size(),
+                    " tensors, the group has ", size_, " ranks");
+  for (size_t i = 0; i < ins.size(); i++) {
+    std::string what = "input_list[" + std::to_string(i) + "]";
+    TORCH_CHECK_VALUE(
+        ins[i].defined() && ins[i].device().is_cpu() && ins[i].layout() == at::kStrided,
+        "braid reduce_scatter: ", what, " must be a dense CPU tensor");
+    checkSameType(ins[i], out, "reduce_scatter", what);
+    TORCH_CHECK_VALUE(ins[i].numel() == out.numel(), "braid reduce_scatter: ", what, " has ",
+                      ins[i].numel(), " elements, the output has ", out.numel());
+  }
+  ncclDataType_t type = toBraidType(out.scalar_type(), "reduce_scatter", true);
+  ncclRedOp_t op = toBraidOp(opts.reduceOp, "reduce_scatter");
+  at::Tensor flat = at::empty({static_cast<int64_t>(size_) * out.numel()}, out.options());
+  void* dst = out.data_ptr();
+  size_t n = out.numel();
+  ncclComm_t comm = comm_;
+  std::vector<at::Tensor> keep(ins.begin(), ins.end());
+  keep.push_back(flat);
+  return enqueue(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", {out}, keep, [=] {
+    // Packs the inputs into one send buffer on the stream's thread, in queue order.
+    for (size_t i = 0; i < ins.size(); i++) flat.narrow(0, i * n, n).copy_(ins[i].reshape(-1));
+    return ncclReduceScatter(flat.data_ptr(), dst, n, type, op, comm, nullptr);
+  });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+  checkTensor(input, "_reduce_scatter_base", "input");
+  checkTensor(output, "_reduce_scatter_base", "output");
+  checkSameType(output, input, "_reduce_scatter_base", "output");
+  TORCH_CHECK_VALUE(input.numel() == size_ * output.numel(),
+                    "braid _reduce_scatter_base: input has ", input.numel(),
+                    " elements, expected world size ", size_, " x output's ", output.numel());
+  ncclDataType_t type = toBraidType(input.scalar_type(), "_reduce_scatter_base", true);
+  ncclRedOp_t op = toBraidOp(opts.reduceOp, "_reduce_scatter_base");
+  const void* src = input.data_ptr();
+  void* dst = output.data_ptr();
+  size_t n = output.numel();
+  ncclComm_t comm = comm_;
+  return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output}, {input},
+                 [=] { return ncclReduceScatter(src, dst, n, type, op, comm, nullptr); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::send(std::vector<at::Tensor>& tensors,
+                                                       int dstRank, int) {
+  const at::Tensor& t = singleTensor(tensors, "send", "tensor");
+  checkRank(dstRank, size_, "send", "dst");
+  TORCH_CHECK_VALUE(dstRank != rank_, "braid send: dst=", dstRank, " is this rank");
+  ncclDataType_t type = toBraidType(t.scalar_type(), "send", false);
+  const void* p = t.data_ptr();
+  size_t n = t.numel();
+  ncclComm_t comm = comm_;
+  return enqueue(c10d::OpType::SEND, "send", {t}, {},
+                 [=] { return ncclSend(p, n, type, dstRank, comm, nullptr); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::recv(std::vector<at::Tensor>& tensors,
+                                                       int srcRank, int) {
+  const at::Tensor& t = singleTensor(tensors, "recv", "tensor");
+  checkRank(srcRank, size_, "recv", "src");
+  TORCH_CHECK_VALUE(srcRank != rank_, "braid recv: src=", srcRank, " is this rank");
+  ncclDataType_t type = toBraidType(t.scalar_type(), "recv", false);
+  void* p = t.data_ptr();
+  size_t n = t.numel();
+  ncclComm_t comm = comm_;
+  return enqueue(c10d::OpType::RECV, "recv", {t}, {},
+                 [=] { return ncclRecv(p, n, type, srcRank, comm, nullptr); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::barrier(const c10d::BarrierOptions&) {
+  ncclComm_t comm = comm_;
+  return enqueue(c10d::OpType::BARRIER, "barrier", {}, {}, [=] { return braidBarrier(comm); });
+}
+
+}  // namespace braid_torch

@@ -1,0 +1,79 @@
+// ProcessGroupBraid: torch.distributed's c10d::ProcessGroup over a Braid communicator, so that
+// DistributedDataParallel (and dist.* calls) run their collectives through Braid on CPU tensors.
+//
+// Every call checks its tensors on the caller's thread (bad input raises there), then queues one
+// host function on the group's braidStream_t and returns a WorkBraid at once. The stream's thread
+// runs the queued operations in order, each a blocking Braid call on the NULL stream, and
+// completes its Work: with the outputs, or with Braid's error text (ncclGetLastError is per
+// thread, so it is read on the thread that failed). The host function always returns 0, so a
+// failure never leaves the stream skipping later work: every Work completes; after a failure the
+// communicator is failed and later calls fail at once with the same text.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include "braid/braid.h"
+#include "nccl.h"
+
+namespace braid_torch {
+
+class ProcessGroupBraid : public c10d::ProcessGroup {
+ public:
+  /// Rendezvous through `store` (rank 0 publishes a fresh ncclUniqueId, the others read it) and
+  /// ncclCommInitRank. `timeout` becomes the communicator's deadline unless BRAID_TIMEOUT_S is set.
+  ProcessGroupBraid(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                    std::chrono::milliseconds timeout);
+  ~ProcessGroupBraid() override;
+
+  const std::string getBackendName() const override { return "braid"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+  /// The communicator's deadline in seconds (0: none), for tests and diagnostics.
+  double commTimeoutSeconds() const;
+
+ private:
+  // Queues `body` (a blocking Braid call on comm_) on the stream; the Work completes with
+  // `outputs` when it returns ncclSuccess, else with "braid <call> failed: <Braid's text>".
+  // `keepAlive` holds any other tensor the body reads until it has run.
+  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char* call,
+                                         std::vector<at::Tensor> outputs,
+                                         std::vector<at::Tensor> keepAlive,
+                                         std::function<ncclResult_t()> body);
+
+  struct Task;
+  static int runTask(void* task);
+
+  ncclComm_t comm_ = nullptr;
+  braidStream_t stream_ = nullptr;
+};
+
+}  // namespace braid_torch

@@ -1,0 +1,85 @@
+#include "tensor_checks.h"
+
+#include <c10/util/Exception.h>
+
+namespace braid_torch {
+
+ncclDataType_t toBraidType(at::ScalarType type, const char* call, bool forReduction) {
+  switch (type) {
+    case at::kFloat:
+      return ncclFloat32;
+    case at::kHalf:
+      return ncclFloat16;
+    case at::kBFloat16:
+      return ncclBfloat16;
+    case at::kDouble:
+      return ncclFloat64;
+    case at::kInt:
+      return ncclInt32;
+    case at::kLong:
+      return ncclInt64;
+    case at::kChar:
+      return ncclInt8;
+    case at::kByte:
+      return ncclUint8;
+    case at::kBool:
+      TORCH_CHECK_TYPE(!forReduction, "braid ", call,
+                       ": dtype torch.bool cannot be reduced (use uint8 or int32)");
+      return ncclUint8;
+    default:
+      break;
+  }
+  TORCH_CHECK_TYPE(false, "braid ", call, ": dtype ", type,
+                   " is not supported (float32, float16, bfloat16, float64, int32, int64, int8, "
+                   "uint8; bool for broadcast, all_gather, send and recv)");
+}
+
+ncclRedOp_t toBraidOp(const c10d::ReduceOp& op, const char* call) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+      return ncclSum;
+    case c10d::ReduceOp::AVG:
+      return ncclAvg;
+    case c10d::ReduceOp::PRODUCT:
+      return ncclProd;
+    case c10d::ReduceOp::MIN:
+      return ncclMin;
+    case c10d::ReduceOp::MAX:
+      return ncclMax;
+    default:
+      break;
+  }
+  TORCH_CHECK_VALUE(false, "braid ", call, ": reduce op ", static_cast<int>(op.op_),
+                    " is not supported (SUM, AVG, PRODUCT, MIN, MAX)");
+}
+
+void checkTensor(const at::Tensor& t, const char* call, const std::string& what) {
+  TORCH_CHECK_VALUE(t.defined(), "braid ", call, ": ", what, " is an undefined tensor");
+  TORCH_CHECK_VALUE(t.device().is_cpu(), "braid ", call, ": ", what, " is on device ", t.device(),
+                    "; the Braid backend takes CPU tensors only");
+  TORCH_CHECK_VALUE(t.layout() == at::kStrided, "braid ", call, ": ", what, " has layout ",
+                    t.layout(), "; only dense (strided) tensors are supported");
+  TORCH_CHECK_VALUE(t.is_contiguous(), "braid ", call, ": ", what, " is not contiguous (sizes ",
+                    t.sizes(), ", strides ", t.strides(), "); call .contiguous() first");
+}
+
+const at::Tensor& singleTensor(const std::vector<at::Tensor>& tensors, const char* call,
+                               const char* what) {
+  TORCH_CHECK_VALUE(tensors.size() == 1, "braid ", call, ": ", what, " holds ", tensors.size(),
+                    " tensors; the Braid backend takes exactly one per call");
+  checkTensor(tensors[0], call, std::string(what) + "[0]");
+  return tensors[0];
+}
+
+void checkRank(int64_t rank, int size, const char* call, const char* what) {
+  TORCH_CHECK_VALUE(rank >= 0 && rank < size, "braid ", call, ": ", what, "=", rank,
+                    " is not a rank of this group (size ", size, ")");
+}
+
+void checkSameType(const at::Tensor& t, const at::Tensor& reference, const char* call,
+                   const std::string& what) {
+  TORCH_CHECK_TYPE(t.scalar_type() == reference.scalar_type(), "braid ", call, ": ", what,
+                   " has dtype ", t.scalar_type(), ", the input has ", reference.scalar_type());
+}
+
+}  // namespace braid_torch

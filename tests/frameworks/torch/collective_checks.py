@@ -1,0 +1,199 @@
+"""Element-by-element checks of the Braid process group's collectives against references built
+from every rank's inputs (each rank can regenerate any rank's input from its seed).
+
+Inputs are small integers or halves (products: powers of two), so sums, products, minima and
+maxima are exact in every dtype whatever the reduction order: the reference is exact and the
+comparison is bitwise. AVG is checked against the op's definition (exact sum, then one division
+in the dtype's compute type: float32 for the 16-bit floats, truncation for integers).
+"""
+
+import torch
+import torch.distributed as dist
+
+RO = dist.ReduceOp
+ALLREDUCE_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32,
+                    torch.int64]
+MOVE_DTYPES = ALLREDUCE_DTYPES + [torch.int8, torch.uint8, torch.bool]
+OPS = [RO.SUM, RO.AVG, RO.PRODUCT, RO.MIN, RO.MAX]
+# 0, 1, primes; 40009 float32 elements (156 KiB) take the ring path, the small ones direct/tree.
+SIZES = [0, 1, 7, 1031, 40009]
+
+
+def rank_input(rank, n, dtype, op=RO.SUM, salt=0):
+    g = torch.Generator().manual_seed(7919 * rank + 31 * n + salt)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, (n,), generator=g).bool()
+    if op == RO.PRODUCT:
+        # +-1 and +-2 (+-0.5 for floats): products of <= 3 ranks are exact in every dtype.
+        choices = torch.tensor([-2.0, -1.0, 1.0, 2.0] if not dtype.is_floating_point
+                               else [-2.0, -1.0, -0.5, 0.5, 1.0, 2.0], dtype=torch.float64)
+        return choices[torch.randint(0, len(choices), (n,), generator=g)].to(dtype)
+    if dtype == torch.uint8:
+        return torch.randint(0, 60, (n,), generator=g).to(dtype)
+    values = torch.randint(-40, 41, (n,), generator=g).to(torch.float64)
+    if dtype.is_floating_point:
+        values = values / 4  # quarters in [-10, 10]: exact in bf16 and any sum of 3 ranks too
+    return values.to(dtype)
+
+
+def reference_reduce(inputs, op, dtype):
+    stacked = torch.stack([x.to(torch.float64) for x in inputs])
+    n = len(inputs)
+    if op == RO.SUM:
+        return stacked.sum(0).to(dtype)
+    if op == RO.PRODUCT:
+        return stacked.prod(0).to(dtype)
+    if op == RO.MIN:
+        return stacked.min(0).values.to(dtype)
+    if op == RO.MAX:
+        return stacked.max(0).values.to(dtype)
+    assert op == RO.AVG
+    total = stacked.sum(0)
+    if not dtype.is_floating_point:
+        return torch.div(total.to(torch.int64), n, rounding_mode="trunc").to(dtype)
+    compute = torch.float64 if dtype == torch.float64 else torch.float32
+    return (total.to(compute) / n).to(dtype)
+
+
+def assert_same(actual, expected, what):
+    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    same = actual.view(-1) == expected.view(-1)
+    if actual.dtype.is_floating_point:
+        same |= torch.isnan(actual.view(-1)) & torch.isnan(expected.view(-1))
+    if not bool(same.all()):
+        i = int((~same).nonzero()[0])
+        raise AssertionError(f"{what}: element {i} is {actual.view(-1)[i].item()}, expected "
+                             f"{expected.view(-1)[i].item()} ({int((~same).sum())} differ)")
+
+
+def poison(n, dtype):
+    """An output buffer filled with a value no correct result has (results are checked whole)."""
+    if dtype == torch.bool:
+        return torch.ones(n, dtype=dtype)
+    return torch.full((n,), 77, dtype=dtype)
+
+
+def check_allreduce(rank, world):
+    for dtype in ALLREDUCE_DTYPES:
+        for op in OPS:
+            for n in SIZES:
+                inputs = [rank_input(r, n, dtype, op) for r in range(world)]
+                t = inputs[rank].clone()
+                work = dist.all_reduce(t, op=op, async_op=True)
+                value = work.get_future().wait()
+                expected = reference_reduce(inputs, op, dtype)
+                what = f"all_reduce {dtype} {op} n={n} rank {rank}/{world}"
+                assert_same(t, expected, what)
+                assert value[0] is t or value[0].data_ptr() == t.data_ptr(), what
+
+
+def check_allreduce_coalesced(rank, world):
+    inputs = [[rank_input(r, n, torch.float32, salt=1) for n in (5, 1031)] for r in range(world)]
+    mine = [x.clone() for x in inputs[rank]]
+    dist.all_reduce_coalesced(mine, op=RO.MAX)
+    for i, t in enumerate(mine):
+        assert_same(t, reference_reduce([inputs[r][i] for r in range(world)], RO.MAX,
+                                        torch.float32), f"all_reduce_coalesced tensor {i}")
+
+
+def check_broadcast(rank, world):
+    for dtype in MOVE_DTYPES:
+        for n in SIZES:
+            for root in range(world):
+                t = rank_input(rank, n, dtype, salt=2)
+                dist.broadcast(t, src=root)
+                assert_same(t, rank_input(root, n, dtype, salt=2),
+                            f"broadcast {dtype} n={n} src={root} rank {rank}")
+
+
+def check_reduce(rank, world):
+    for n in (1, 1031):
+        for root in range(world):
+            inputs = [rank_input(r, n, torch.int64, salt=3) for r in range(world)]
+            t = inputs[rank].clone()
+            dist.reduce(t, dst=root, op=RO.SUM)
+            if rank == root:
+                assert_same(t, reference_reduce(inputs, RO.SUM, torch.int64),
+                            f"reduce n={n} dst={root}")
+
+
+def check_all_gather(rank, world):
+    for dtype in MOVE_DTYPES:
+        for n in SIZES:
+            inputs = [rank_input(r, n, dtype, salt=4) for r in range(world)]
+            # List form, with strided outputs (every other element of a larger buffer).
+            backing = [poison(2 * n, dtype) for _ in range(world)]
+            outs = [b[::2] for b in backing]
+            dist.all_gather(outs, inputs[rank])
+            for r in range(world):
+                assert_same(outs[r], inputs[r], f"all_gather {dtype} n={n} part {r}")
+                assert_same(backing[r][1::2], poison(n, dtype), "all_gather wrote between strides")
+            # Base form: one flat output.
+            flat = poison(world * n, dtype)
+            dist._all_gather_base(flat, inputs[rank])
+            assert_same(flat, torch.cat(inputs), f"_all_gather_base {dtype} n={n}")
+
+
+def check_reduce_scatter(rank, world):
+    for dtype in ALLREDUCE_DTYPES:
+        for op in (RO.SUM, RO.MAX, RO.AVG):
+            for n in SIZES:
+                inputs = [rank_input(r, world * n, dtype, op, salt=5) for r in range(world)]
+                expected = reference_reduce(inputs, op, dtype)[rank * n:(rank + 1) * n]
+                out = poison(n, dtype)
+                dist._reduce_scatter_base(out, inputs[rank].clone(), op=op)
+                assert_same(out, expected, f"_reduce_scatter_base {dtype} {op} n={n}")
+                out = poison(n, dtype)
+                dist.reduce_scatter(out, list(inputs[rank].clone().chunk(world)) if n else
+                                    [torch.empty(0, dtype=dtype) for _ in range(world)], op=op)
+                assert_same(out, expected, f"reduce_scatter (list) {dtype} {op} n={n}")
+
+
+def check_send_recv(rank, world):
+    if world == 1:
+        return
+    for n in (1, 7, 1031, 300007):  # 300007 float32: 1.2 MiB, several FIFO slots
+        right, left = (rank + 1) % world, (rank - 1) % world
+        mine = rank_input(rank, n, torch.float32, salt=6)
+        got = poison(n, torch.float32)
+        # Even ranks send first, odd ranks receive first: no cycle of blocked sends.
+        if rank % 2 == 0:
+            dist.send(mine, right)
+            dist.recv(got, left)
+        else:
+            dist.recv(got, left)
+            dist.send(mine, right)
+        assert_same(got, rank_input(left, n, torch.float32, salt=6), f"recv n={n} from {left}")
+
+
+def check_future_chain(rank, world):
+    t = torch.full((3,), float(rank + 1))
+    fut = dist.all_reduce(t, async_op=True).get_future()
+    doubled = fut.then(lambda f: f.value()[0] * 2).wait()
+    total = world * (world + 1) / 2
+    assert_same(doubled, torch.full((3,), 2 * total), "future.then on all_reduce")
+
+
+def check_barrier(rank, world):
+    import time
+
+    store = dist.distributed_c10d._get_default_store()
+    for round_ in range(3):
+        if rank == world - 1:
+            time.sleep(0.2)  # the last rank arrives late: nobody may leave before it
+        store.add(f"arrived{round_}", 1)
+        dist.barrier()
+        assert store.add(f"arrived{round_}", 0) == world, "barrier returned before every rank"
+
+
+def check_subgroup(rank, world):
+    """new_group: a second Braid communicator over some ranks (its own store prefix and id)."""
+    members = sorted({0, world - 1})
+    group = dist.new_group(ranks=members, backend="braid")
+    if rank in members:
+        t = torch.full((1031,), float(rank + 1))
+        dist.all_reduce(t, group=group)
+        assert_same(t, torch.full((1031,), float(sum(m + 1 for m in members))),
+                    f"all_reduce on subgroup {members}")
+    dist.barrier()

@@ -1,0 +1,102 @@
+"""Failures surface in Python as exceptions carrying Braid's message, never as hangs: a peer
+killed during a collective and under DDP's backward, a peer that stops calling (torch's timeout
+becomes Braid's deadline), and bad arguments (refused on the caller's thread, the group stays
+usable)."""
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="BRAID-TORCH-SKIP: torch is not installed")
+
+from torch_ranks import run_ranks  # noqa: E402
+
+
+def _die():
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _killed_peer(rank, world):
+    import time
+
+    import torch.distributed as dist
+
+    import braid.torch  # noqa: F401
+
+    dist.init_process_group("braid", rank=rank, world_size=world)
+    t = torch.ones(1 << 18)
+    dist.all_reduce(t)
+    assert torch.equal(t, torch.full_like(t, world))
+    if rank == world - 1:
+        _die()
+    start = time.monotonic()
+    with pytest.raises(RuntimeError) as failure:
+        dist.all_reduce(t)
+    elapsed = time.monotonic() - start
+    text = str(failure.value)
+    print(f"rank {rank}: error after {elapsed:.2f} s: {text}", flush=True)
+    assert "braid allreduce failed" in text, text
+    assert "ncclRemoteError" in text or "remote process" in text, text
+    assert elapsed < 30, f"the error took {elapsed:.1f} s"
+    # The communicator stays failed: the next call fails at once with Braid's text too.
+    with pytest.raises(RuntimeError, match="braid broadcast failed"):
+        dist.broadcast(t, src=0)
+    dist.destroy_process_group()  # aborts: must not wait for the dead rank
+
+
+def test_killed_peer_during_allreduce():
+    run_ranks(_killed_peer, 3, killed={2}, timeout=60)
+
+
+def _killed_peer_ddp(rank, world):
+    import torch.distributed as dist
+    import torch.nn as nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    import braid.torch  # noqa: F401
+
+    dist.init_process_group("braid", rank=rank, world_size=world)
+    model = DDP(nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 8)))
+    x = torch.randn(16, 64)
+    model(x).sum().backward()
+    if rank == 1:
+        _die()
+    with pytest.raises(RuntimeError) as failure:
+        model(x).sum().backward()
+    text = str(failure.value)
+    print(f"rank {rank}: DDP backward raised: {text}", flush=True)
+    assert "braid allreduce failed" in text, text
+
+
+def test_killed_peer_under_ddp():
+    run_ranks(_killed_peer_ddp, 2, killed={1}, timeout=60)
+
+
+def _silent_peer(rank, world):
+    import datetime
+    import os
+    import time
+
+    import torch.distributed as dist
+
+    import braid.torch  # noqa: F401
+
+    os.environ.pop("BRAID_TIMEOUT_S", None)  # it would win over torch's timeout
+    dist.init_process_group("braid", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=3))
+    pg = dist.distributed_c10d._get_default_group()
+    assert pg.comm_timeout_seconds() == 3.0
+    if rank == 1:
+        time.sleep(5)  # alive, never calls: only the deadline can end rank 0's wait
+        return
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="braid allreduce failed.*timed out") as failure:
+        dist.all_reduce(torch.ones(10))
+    elapsed = time.monotonic() - start
+    print(f"rank 0: error after {elapsed:.2f} s: {failure.value}", flush=True)
+    assert 2.5 < elapsed < 8, elapsed
+
+
+def test_silent_peer_meets_torch_timeout():
+    run_ranks(_silent_peer, 2, timeout=60)
