@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "algorithms/primitives.h"
 #include "algorithms/registry.h"
 #include "core/comm.h"
 #include "util/status.h"
@@ -18,11 +19,7 @@ class DirectAllReduce : public Algorithm {
   const char* name() const override { return "Direct"; }
 
   bool supports(const CollArgs& args, const ncclComm& comm) const override {
-    if (args.coll != CollType::kAllReduce || comm.nranks < 2) return false;
-    for (int p = 0; p < comm.nranks; p++)
-      if (p != comm.rank && (!comm.sendTo[p] || !comm.recvFrom[p]))
-        return false;  // BRAID_CONNECT=neighbours: not every pair is connected
-    return true;
+    return args.coll == CollType::kAllReduce && comm.nranks > 1 && allPairsConnected(comm);
   }
 
   ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
@@ -64,13 +61,7 @@ class DirectAllReduce : public Algorithm {
     for (int k = 0; k < n; k++) {
       const void* term = own;
       FifoReceiver* from = k == me ? nullptr : &comm.recvFrom[k]->fifo();
-      if (from) {
-        SlotInfo info;
-        BRAID_TRY(from->wait(comm.policy, &term, &info));
-        if (fingerprintOf(info) != args.fingerprint || info.bytes != bytes)
-          return fail(ncclInvalidUsage, "%s",
-                      describeMismatch(me, args.fingerprint, bytes, k, info).c_str());
-      }
+      if (from) BRAID_TRY(waitForSlot(comm, args, k, bytes, &term));
       if (!acc) {
         acc = term;  // the first term: combined with the second one next
         firstFrom = from;

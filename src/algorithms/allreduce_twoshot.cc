@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "algorithms/primitives.h"
 #include "algorithms/registry.h"
 #include "core/comm.h"
 #include "util/status.h"
@@ -33,11 +34,7 @@ class TwoShotAllReduce : public Algorithm {
   const char* name() const override { return "TwoShot"; }
 
   bool supports(const CollArgs& args, const ncclComm& comm) const override {
-    if (args.coll != CollType::kAllReduce || comm.nranks < 2) return false;
-    for (int p = 0; p < comm.nranks; p++)
-      if (p != comm.rank && (!comm.sendTo[p] || !comm.recvFrom[p]))
-        return false;  // BRAID_CONNECT=neighbours: not every pair is connected
-    return true;
+    return args.coll == CollType::kAllReduce && comm.nranks > 1 && allPairsConnected(comm);
   }
 
   ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
@@ -67,17 +64,6 @@ class TwoShotAllReduce : public Algorithm {
     return ncclSuccess;
   }
 
-  static ncclResult_t receive(ncclComm& comm, const CollArgs& args, int from, size_t count,
-                              const void** data) {
-    SlotInfo info;
-    const size_t bytes = count * args.elemSize;
-    BRAID_TRY(comm.recvFrom[from]->fifo().wait(comm.policy, data, &info));
-    if (fingerprintOf(info) != args.fingerprint || info.bytes != bytes)
-      return fail(ncclInvalidUsage, "%s",
-                  describeMismatch(comm.rank, args.fingerprint, bytes, from, info).c_str());
-    return ncclSuccess;
-  }
-
   static ncclResult_t twoShot(const CollArgs& args, ncclComm& comm, const char* in, char* out,
                               size_t count) {
     const int n = comm.nranks, me = comm.rank;
@@ -102,7 +88,7 @@ class TwoShotAllReduce : public Algorithm {
       const void* term = scratch.data();
       FifoReceiver* from = nullptr;
       if (k != me) {
-        BRAID_TRY(receive(comm, args, k, mine.len, &term));
+        BRAID_TRY(waitForSlot(comm, args, k, mine.len * es, &term));
         from = &comm.recvFrom[k]->fifo();
       }
       if (!acc) {
@@ -123,7 +109,7 @@ class TwoShotAllReduce : public Algorithm {
       const int from = (me + n - i) % n;
       const Block b = blockOf(count, n, from);
       const void* data;
-      BRAID_TRY(receive(comm, args, from, b.len, &data));
+      BRAID_TRY(waitForSlot(comm, args, from, b.len * es, &data));
       kernels::copy(out + b.start * es, nullptr, data, b.len * es);
       comm.recvFrom[from]->fifo().release();
     }

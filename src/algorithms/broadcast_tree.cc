@@ -14,12 +14,9 @@ class TreeBroadcast : public Algorithm {
   const char* name() const override { return "Tree"; }
 
   bool supports(const CollArgs& args, const ncclComm& comm) const override {
-    if (args.coll != CollType::kBroadcast || comm.nranks < 2) return false;
     // Tree edges join arbitrary pairs; the answer must be the same on every rank, so it asks
     // for every pair (BRAID_CONNECT=neighbours connects only ring and double-tree neighbours).
-    for (int p = 0; p < comm.nranks; p++)
-      if (p != comm.rank && (!comm.sendTo[p] || !comm.recvFrom[p])) return false;
-    return true;
+    return args.coll == CollType::kBroadcast && comm.nranks > 1 && allPairsConnected(comm);
   }
 
   ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {

@@ -91,12 +91,6 @@ char* pageAlignedScratch(std::vector<char>& storage, size_t bytes) {
   return storage.data() + ((kPage - addr % kPage) % kPage);
 }
 
-bool allPairsConnected(const ncclComm& comm) {
-  for (int p = 0; p < comm.nranks; p++)
-    if (p != comm.rank && (!comm.sendTo[p] || !comm.recvFrom[p])) return false;
-  return true;
-}
-
 // The transpose of the allgather below, steps in reverse: before step k a rank holds partial
 // results for relative blocks [0, min(2^(k+1), n)); it hands the upper part to the rank 2^k
 // ahead (for which they are blocks [0, m)) and folds in what the rank 2^k behind hands it.

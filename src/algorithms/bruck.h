@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/primitives.h"
 #include "core/comm.h"
 
 namespace braid {
@@ -36,9 +37,6 @@ void cachedCopy(void* dst, const void* src, size_t bytes);
 /// A page-aligned scratch area of `bytes` inside `storage` (grown as needed). Aligned like the
 /// users' buffers and the FIFO slots, so memcpy between them does not hit 4 KiB aliasing.
 char* pageAlignedScratch(std::vector<char>& storage, size_t bytes);
-
-/// True when every pair of ranks is connected (the same answer on every rank).
-bool allPairsConnected(const ncclComm& comm);
 
 /// Reduce-scatter on the rotated buffer `acc` (pre-op already applied): on return relative
 /// block 0 holds this rank's fully reduced block, post-op applied, in `final` (may equal acc).

@@ -7,6 +7,22 @@
 
 namespace braid {
 
+bool allPairsConnected(const ncclComm& comm) {
+  for (int p = 0; p < comm.nranks; p++)
+    if (p != comm.rank && (!comm.sendTo[p] || !comm.recvFrom[p])) return false;
+  return true;
+}
+
+ncclResult_t waitForSlot(ncclComm& comm, const CollArgs& args, int from, size_t bytes,
+                         const void** data) {
+  SlotInfo info;
+  BRAID_TRY(comm.recvFrom[from]->fifo().wait(comm.policy, data, &info));
+  if (fingerprintOf(info) != args.fingerprint || info.bytes != bytes)
+    return fail(ncclInvalidUsage, "%s",
+                describeMismatch(comm.rank, args.fingerprint, bytes, from, info).c_str());
+  return ncclSuccess;
+}
+
 Primitives::Primitives(ncclComm& comm, const CollArgs& args, std::span<const int> recvPeers,
                        std::span<const int> sendPeers)
     : comm_(comm), args_(args) {

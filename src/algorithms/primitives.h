@@ -11,6 +11,15 @@
 
 namespace braid {
 
+/// True when every pair of ranks is connected (the same answer on every rank): what algorithms
+/// that exchange with arbitrary peers need (BRAID_CONNECT=neighbours connects fewer).
+bool allPairsConnected(const ncclComm& comm);
+
+/// Waits for the next slot from `from` and checks that it belongs to `args`' operation and
+/// carries `bytes`; a mismatch fails naming both calls. The slot stays held until released.
+ncclResult_t waitForSlot(ncclComm& comm, const CollArgs& args, int from, size_t bytes,
+                         const void** data);
+
 class Primitives {
  public:
   /// recvPeers/sendPeers: ranks whose connections this step pattern uses (-1 entries skipped).
