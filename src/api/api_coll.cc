@@ -44,16 +44,20 @@ ncclResult_t enqueue(CollType coll, const void* sendbuff, void* recvbuff, size_t
     args.op.dtype = dtype;
   }
   if (count == 0) return ncclSuccess;
+  // The estimate only matters to ncclGroupSimulateEnd: outside a group none is built.
+  TaskEstimate estimate;
+  if (groupActive())
+    estimate = [comm, args] {
+      const Algorithm* a = chooseAlgorithm(*comm, args);
+      return a ? estimateCollectiveUs(*comm, args, a->name()) : 0.0;
+    };
   return runOrDefer(
       comm, hostStreamFromHandle(stream),
       [comm, args]() mutable {
         ActiveCall active(comm);
         return runCollective(*comm, args);
       },
-      [comm, args] {
-        const Algorithm* a = chooseAlgorithm(*comm, args);
-        return a ? estimateCollectiveUs(*comm, args, a->name()) : 0.0;
-      });
+      std::move(estimate));
 }
 
 }  // namespace

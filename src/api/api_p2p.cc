@@ -19,6 +19,20 @@ ncclResult_t runBatch(ncclComm* comm, std::vector<P2pOp> ops) {
   return r;
 }
 
+// Runs a batch now, on a host stream, or at the group's end; inside a group it carries the cost
+// model's estimate for ncclGroupSimulateEnd (outside one, no estimate is built).
+ncclResult_t runOps(ncclComm* comm, HostStream* stream, std::vector<P2pOp> ops) {
+  TaskEstimate estimate;
+  if (groupActive()) {
+    size_t bytes = 0;
+    for (const P2pOp& op : ops) bytes += op.bytes;
+    estimate = [comm, n = ops.size(), bytes] { return estimateP2pUs(*comm, n, bytes); };
+  }
+  return runOrDefer(
+      comm, stream, [comm, ops = std::move(ops)] { return runBatch(comm, ops); },
+      std::move(estimate));
+}
+
 ncclResult_t enqueueP2p(bool isSend, const void* sendbuff, void* recvbuff, size_t count,
                         ncclDataType_t dtype, int peer, ncclComm_t comm, cudaStream_t stream) {
   BRAID_TRY(checkComm(comm));
@@ -37,7 +51,7 @@ ncclResult_t enqueueP2p(bool isSend, const void* sendbuff, void* recvbuff, size_
   HostStream* hostStream = hostStreamFromHandle(stream);
   if (!groupActive()) {
     std::vector<P2pOp> ops{toOp(req)};
-    return runOrDefer(comm, hostStream, [comm, ops] { return runBatch(comm, ops); });
+    return runOps(comm, hostStream, std::move(ops));
   }
   // The group's sends and receives on this communicator form one batch; the task owns it, so a
   // group queued on a host stream is not disturbed by the next group's calls.
@@ -110,8 +124,7 @@ NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_
       ops.push_back({true, p, static_cast<const char*>(sendbuff) + p * block, nullptr, block});
       ops.push_back({false, p, nullptr, static_cast<char*>(recvbuff) + p * block, block});
     }
-    return runOrDefer(comm, hostStreamFromHandle(stream),
-                      [comm, ops] { return runBatch(comm, ops); });
+    return runOps(comm, hostStreamFromHandle(stream), std::move(ops));
   });
 }
 
@@ -129,8 +142,7 @@ NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t 
     if (isRoot)
       for (int p = 0; p < comm->nranks; p++)
         ops.push_back({false, p, nullptr, static_cast<char*>(recvbuff) + p * block, block});
-    return runOrDefer(comm, hostStreamFromHandle(stream),
-                      [comm, ops] { return runBatch(comm, ops); });
+    return runOps(comm, hostStreamFromHandle(stream), std::move(ops));
   });
 }
 
@@ -148,7 +160,6 @@ NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t
       for (int p = 0; p < comm->nranks; p++)
         ops.push_back({true, p, static_cast<const char*>(sendbuff) + p * block, nullptr, block});
     ops.push_back({false, root, nullptr, static_cast<char*>(recvbuff), block});
-    return runOrDefer(comm, hostStreamFromHandle(stream),
-                      [comm, ops] { return runBatch(comm, ops); });
+    return runOps(comm, hostStreamFromHandle(stream), std::move(ops));
   });
 }

@@ -150,13 +150,13 @@ ncclResult_t groupEnd() {
 ncclResult_t groupSimulateEnd(double* estimatedUs) {
   if (tls.depth == 0)
     return fail(ncclInvalidUsage, "ncclGroupSimulateEnd without a matching ncclGroupStart");
-  // Communicator creation deferred to the group's end cannot be skipped (the caller holds the
-  // new handles): the group stays open for an ncclGroupEnd that runs it.
+  // Communicator management deferred to the group's end (creation, split, ...) cannot be
+  // skipped (the caller holds the new handles): the group stays open for an ncclGroupEnd.
   for (const Task& t : tls.tasks)
     if (!t.estimate)
       return fail(ncclInvalidUsage,
-                  "ncclGroupSimulateEnd: the group creates communicators, which cannot be "
-                  "simulated; the group is still open: end it with ncclGroupEnd");
+                  "ncclGroupSimulateEnd: the group creates or changes communicators, which cannot "
+                  "be simulated; the group is still open: end it with ncclGroupEnd");
   std::map<ncclComm*, double> perComm;
   for (const Task& t : tls.tasks) perComm[t.comm] += t.estimate();
   *estimatedUs = 0;

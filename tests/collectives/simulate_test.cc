@@ -66,6 +66,20 @@ void simulateThenRun(RankContext& ctx) {
       break;
     }
 
+  // The point-to-point collectives simulate too (they are batches, not communicator changes).
+  std::vector<int32_t> blocks(5 * n, me), gathered(5 * n, -1);
+  ncclSimInfo_t a2a = NCCL_SIM_INFO_INITIALIZER;
+  ncclGroupStart();
+  ncclAlltoAll(blocks.data(), gathered.data(), 5, ncclInt32, comm, nullptr);
+  ncclGather(blocks.data(), gathered.data(), 5, ncclInt32, 0, comm, nullptr);
+  if (ncclGroupSimulateEnd(&a2a) != ncclSuccess || !(a2a.estimatedTime > 0))
+    ctx.fail(std::string("simulated alltoall and gather: ") + ncclGetLastError(comm));
+  for (int32_t v : gathered)
+    if (v != -1) {
+      ctx.fail("a simulated alltoall or gather wrote its output");
+      break;
+    }
+
   // And a real allreduce after the simulated ones.
   std::vector<int32_t> in(1013), out(1013, -1);
   for (size_t i = 0; i < in.size(); i++) in[i] = static_cast<int32_t>(i) * (me + 1);
