@@ -64,15 +64,24 @@ void initRanks(ncclComm_t* comms, int count, int firstRank, int nranks, const nc
   PERF_NCCL_CHECK(ncclGroupEnd(), firstRank, nullptr);
 }
 
-char* allocateHost(std::size_t bytes) {
+// -R asks for ncclMemAlloc memory (as nccl-tests does), which peers on this host can map.
+char* allocateHost(std::size_t bytes, bool shared) {
   void* memory = nullptr;
   std::size_t rounded = (std::max<std::size_t>(bytes, 1) + 4095) / 4096 * 4096;
-  if (posix_memalign(&memory, 4096, rounded) != 0) {
+  if (shared ? ncclMemAlloc(&memory, rounded) != ncclSuccess
+             : posix_memalign(&memory, 4096, rounded) != 0) {
     std::printf("Test failure: cannot allocate %zu bytes of host memory\n", rounded);
     exitNow(kTestInternalError);
   }
   std::memset(memory, 0, rounded);  // first touch by the thread that uses it
   return static_cast<char*>(memory);
+}
+
+void freeHost(char* memory, bool shared) {
+  if (shared)
+    ncclMemFree(memory);
+  else
+    std::free(memory);
 }
 
 struct Process {
@@ -86,14 +95,24 @@ struct Process {
   std::string registrationNote;  // written by global rank 0's thread only
 };
 
-using Registration = std::pair<ncclComm_t, void*>;
+struct Registration {
+  ncclComm_t comm;
+  void* handle;
+  bool window;
+};
 
+// -R 1: ncclCommRegister; -R 2: ncclCommWindowRegister (collective, one rank per thread).
 void registerBuffers(Process& p, ThreadState& state, std::vector<Registration>* handles) {
   if (!p.options.localRegister) return;
+  const bool window = p.options.localRegister == 2;
   for (std::size_t i = 0; i < state.comms.size(); ++i) {
     for (char* buffer : {state.sendBases[i], state.recvBases[i]}) {
       void* handle = nullptr;
-      ncclResult_t result = ncclCommRegister(state.comms[i], buffer, state.bufferBytes, &handle);
+      ncclResult_t result =
+          window ? ncclCommWindowRegister(state.comms[i], buffer, state.bufferBytes,
+                                          reinterpret_cast<ncclWindow_t*>(&handle),
+                                          NCCL_WIN_COLL_SYMMETRIC)
+                 : ncclCommRegister(state.comms[i], buffer, state.bufferBytes, &handle);
       if (result != ncclSuccess) {
         if (state.isMain(p.run) && p.registrationNote.empty()) {
           p.registrationNote = std::string("buffer registration (-R) failed: ") +
@@ -101,7 +120,7 @@ void registerBuffers(Process& p, ThreadState& state, std::vector<Registration>* 
         }
         continue;
       }
-      handles->emplace_back(state.comms[i], handle);
+      handles->push_back({state.comms[i], handle, window});
     }
   }
 }
@@ -117,8 +136,8 @@ void threadMain(Process& p, ThreadState& state) {
   }
   // Each thread allocates and touches its own ranks' buffers.
   for (int i = 0; i < ncomms; ++i) {
-    state.sendBases.push_back(allocateHost(state.bufferBytes + 8 * o.unalign));
-    state.recvBases.push_back(allocateHost(state.bufferBytes + 8 * o.unalign));
+    state.sendBases.push_back(allocateHost(state.bufferBytes + 8 * o.unalign, o.localRegister));
+    state.recvBases.push_back(allocateHost(state.bufferBytes + 8 * o.unalign, o.localRegister));
   }
   std::vector<Registration> handles;
   registerBuffers(p, state, &handles);
@@ -146,16 +165,19 @@ void threadMain(Process& p, ThreadState& state) {
   std::int64_t errors = state.errors;
   run.group.allreduce(state.view(), &errors, 1, Combine::kSum);
   state.errors = static_cast<int>(errors);
-  for (const Registration& registration : handles) {
-    ncclCommDeregister(registration.first, registration.second);
+  for (const Registration& r : handles) {
+    if (r.window)
+      ncclCommWindowDeregister(r.comm, static_cast<ncclWindow_t>(r.handle));
+    else
+      ncclCommDeregister(r.comm, r.handle);
   }
   if (o.parallelInit) {
     for (ncclComm_t comm : state.comms)
       PERF_NCCL_CHECK(ncclCommDestroy(comm), state.firstRank, comm);
   }
   for (int i = 0; i < ncomms; ++i) {
-    std::free(state.sendBases[i]);
-    std::free(state.recvBases[i]);
+    freeHost(state.sendBases[i], o.localRegister);
+    freeHost(state.recvBases[i], o.localRegister);
   }
 }
 

@@ -212,10 +212,8 @@ int parsePerfOptions(int argc, char** argv, const char* programName, PerfOptions
         break;
       case 'R':
         o.localRegister = toInt(optarg);
-        if (o.localRegister == 2) {
-          o.notes.push_back(
-              "-R 2: symmetric windows are not used with host buffers; "
-              "registering the buffers locally (-R 1)");
+        if (o.localRegister < 0 || o.localRegister > 2) {
+          o.notes.push_back("-R takes 0, 1 or 2; using 1");
           o.localRegister = 1;
         }
         break;
@@ -264,6 +262,12 @@ int parsePerfOptions(int argc, char** argv, const char* programName, PerfOptions
       o.runCycles < 0 || o.check < 0 || o.unalign < 0) {
     std::fprintf(stderr, "-t, -g, -n and -m must be at least 1; -w, -N, -c and -u not negative\n");
     return 255;
+  }
+  if (o.localRegister == 2 && o.nGpus > 1) {
+    o.notes.push_back(
+        "-R 2 with -g > 1: window registration is collective, one rank per thread; "
+        "registering locally (-R 1)");
+    o.localRegister = 1;
   }
   if (o.stepFactor <= 1 && o.stepBytes == 0) {
     std::fprintf(stderr, "-i (stepbytes) must be positive when -f (stepfactor) is 1\n");

@@ -53,7 +53,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--build-dir", default="build", help="CMake build folder (default: build)")
     p.add_argument("--np", default="2,4", help="rank counts, comma separated (default 2,4)")
     p.add_argument("--transport", default="shm,tcp", help="shm, tcp or both (default shm,tcp)")
-    p.add_argument("--peers", default="mpi,gloo", help="peers besides Braid (default mpi,gloo)")
+    p.add_argument("--peers", default="mpi,gloo", help="peers besides Braid (default mpi,gloo; braid-reg: Braid "
+                   "with registered buffers, -R 1)")
     p.add_argument("--collective", default="allreduce",
                    help="collectives, comma separated, or 'all': " + ",".join(runners.COLLECTIVES)
                    + " (default allreduce; Gloo runs allreduce only)")
@@ -96,8 +97,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         if t not in runners.TRANSPORTS:
             p.error(f"unknown transport {t} (shm, tcp)")
     for peer in args.peers:
-        if peer not in ("mpi", "gloo"):
-            p.error(f"unknown peer {peer} (mpi, gloo)")
+        if peer not in ("mpi", "gloo", "braid-reg"):
+            p.error(f"unknown peer {peer} (mpi, gloo, braid-reg)")
     if any(n < 1 for n in args.np) or args.repeat < 1:
         p.error("--np values and --repeat must be positive")
     args.sizes = [parse_size(s) for s in csv_list(args.sizes)] if args.sizes else None

@@ -99,9 +99,12 @@ def format_table(transport: str, nranks: int, libraries: List[str],
     shared memory each library's busbw as a percentage of the memory bound."""
     peers = [lib for lib in libraries if lib != "braid"]
     has_braid = "braid" in libraries
+    # Braid with registered buffers is compared with the other peers too.
+    reg_peers = [p for p in peers if p != "braid-reg"] if "braid-reg" in libraries else []
     header = ["size"] + [f"{LIBRARY_TITLES[lib]} busbw" for lib in libraries]
     if has_braid:
         header += [f"Braid/{LIBRARY_TITLES[p]}" for p in peers]
+    header += [f"Braid -R/{LIBRARY_TITLES[p]}" for p in reg_peers]
     if bound:
         header += [f"{LIBRARY_TITLES[lib]} %bound" for lib in libraries]
     sizes = sorted({size for lib in libraries for size in stats.get(lib, {})})
@@ -111,6 +114,7 @@ def format_table(transport: str, nranks: int, libraries: List[str],
         row = [size_label(size)] + [_cell(cells[lib]) for lib in libraries]
         if has_braid:
             row += [_ratio(cells["braid"], cells[p]) for p in peers]
+        row += [_ratio(cells["braid-reg"], cells[p]) for p in reg_peers]
         if bound:
             row += ["-" if cells[lib] is None else f"{100.0 * cells[lib].busbw / bound:.0f}%"
                     for lib in libraries]

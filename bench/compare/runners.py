@@ -20,7 +20,9 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Tuple
 
-LIBRARIES = ("braid", "mpi", "gloo")
+# "braid-reg" is Braid with -R 1: buffers from ncclMemAlloc, registered with ncclCommRegister,
+# which shared-memory AllReduce reads in place (ZeroCopy) from 1 MiB up.
+LIBRARIES = ("braid", "braid-reg", "mpi", "gloo")
 # The collectives compared: Braid's nccl-tests style program for each (bench/perf), run beside
 # mpi_perf --collective NAME (MPI_Allreduce, MPI_Reduce, ..., MPI_Sendrecv). Gloo: allreduce only.
 BRAID_PROGRAMS = {"allreduce": "all_reduce_perf", "reduce": "reduce_perf",
@@ -28,11 +30,13 @@ BRAID_PROGRAMS = {"allreduce": "all_reduce_perf", "reduce": "reduce_perf",
                   "reducescatter": "reduce_scatter_perf", "alltoall": "alltoall_perf",
                   "gather": "gather_perf", "scatter": "scatter_perf", "sendrecv": "sendrecv_perf"}
 COLLECTIVES = tuple(BRAID_PROGRAMS)
-COLLECTIVES_OF = {"braid": COLLECTIVES, "mpi": COLLECTIVES, "gloo": ("allreduce",)}
-LIBRARY_TITLES = {"braid": "Braid", "mpi": "MPI", "gloo": "Gloo", "nccl": "NCCL"}
+COLLECTIVES_OF = {"braid": COLLECTIVES, "braid-reg": ("allreduce",), "mpi": COLLECTIVES,
+                  "gloo": ("allreduce",)}
+LIBRARY_TITLES = {"braid": "Braid", "braid-reg": "Braid -R", "mpi": "MPI", "gloo": "Gloo",
+                  "nccl": "NCCL"}
 TRANSPORTS = ("shm", "tcp")
 # Gloo has TCP only; its numbers appear in the TCP tables alone.
-TRANSPORTS_OF = {"braid": TRANSPORTS, "mpi": TRANSPORTS, "gloo": ("tcp",)}
+TRANSPORTS_OF = {"braid": TRANSPORTS, "braid-reg": ("shm",), "mpi": TRANSPORTS, "gloo": ("tcp",)}
 
 # Exit status the peer programs of this folder use for "this type/op is not supported by the
 # library" (PERF_EXIT_UNSUPPORTED in perf_common.h).
@@ -114,6 +118,7 @@ class Programs:
     def missing(self, library: str, collective: str = "allreduce") -> Optional[str]:
         """Why `library` cannot run `collective` here, or None."""
         needed = {"braid": [self.braidrun, self.braid_perf(collective)],
+                  "braid-reg": [self.braidrun, self.braid_perf(collective)],
                   "mpi": [self.mpi_perf], "gloo": [self.gloo_allreduce_perf]}[library]
         for path in needed:
             if not os.access(path, os.X_OK):
@@ -229,7 +234,9 @@ def run_library(library: str, transport: str, nranks: int, perf_args: List[str],
                 collective: str = "allreduce") -> RunResult:
     env = dict(os.environ)
     env.update(extra_env or {})
-    if library == "braid":
+    if library == "braid-reg":
+        perf_args = perf_args + ["-R", "1"]
+    if library in ("braid", "braid-reg"):
         if transport == "tcp":
             env["NCCL_SHM_DISABLE"] = "1"
             # Loopback, like the peers (MPI: btl_tcp_if_include lo, Gloo: 127.0.0.1).

@@ -36,8 +36,10 @@ class Algorithm {
 };
 
 /// The algorithm runCollective would run `args` with (NCCL_ALGO first, else the size/rank
-/// rule); nullptr when NCCL_ALGO leaves none.
-const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args);
+/// rule); nullptr when NCCL_ALGO leaves none. `skip` (if set) is never chosen: an algorithm
+/// that hands a call over to the others.
+const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args,
+                                 const Algorithm* skip = nullptr);
 /// Picks the algorithm for `args` (chooseAlgorithm) and runs it.
 ncclResult_t runCollective(ncclComm& comm, CollArgs& args);
 

@@ -16,19 +16,6 @@
 namespace braid {
 namespace {
 
-struct Block {
-  size_t start, len;
-};
-
-// Block j of `count` elements split n ways: equal parts (multiples of 64 elements, so kernels see
-// aligned vectors), the remainder in the last non-empty blocks.
-Block blockOf(size_t count, int n, int j) {
-  size_t per = (count + n - 1) / n;
-  per = (per + 63) & ~size_t(63);
-  size_t start = std::min(count, per * j);
-  return {start, std::min(per, count - start)};
-}
-
 class TwoShotAllReduce : public Algorithm {
  public:
   const char* name() const override { return "TwoShot"; }

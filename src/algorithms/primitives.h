@@ -20,6 +20,19 @@ bool allPairsConnected(const ncclComm& comm);
 ncclResult_t waitForSlot(ncclComm& comm, const CollArgs& args, int from, size_t bytes,
                          const void** data);
 
+/// Block j of `count` elements split n ways: equal parts (multiples of 64 elements, so kernels
+/// see aligned vectors), the remainder in the last non-empty blocks. Rank j owns block j in the
+/// direct algorithms (TwoShot, ZeroCopy).
+struct Block {
+  size_t start, len;
+};
+inline Block blockOf(size_t count, int n, int j) {
+  size_t per = (count + n - 1) / n;
+  per = (per + 63) & ~size_t(63);
+  size_t start = per * j < count ? per * j : count;
+  return {start, per < count - start ? per : count - start};
+}
+
 class Primitives {
  public:
   /// recvPeers/sendPeers: ranks whose connections this step pattern uses (-1 entries skipped).

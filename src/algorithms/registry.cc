@@ -22,7 +22,8 @@ const char* collName(CollType c) {
 const std::vector<const Algorithm*>& algorithmsFor(CollType coll) {
   static const std::vector<const Algorithm*> allReduce = {
       selfCollective(),  ringAllReduce(),    treeAllReduce(),
-      directAllReduce(), twoShotAllReduce(), rabenseifnerAllReduce()};
+      directAllReduce(), twoShotAllReduce(), rabenseifnerAllReduce(),
+      zeroCopyAllReduce()};
   static const std::vector<const Algorithm*> broadcast = {selfCollective(), ringBroadcast(),
                                                           treeBroadcast()};
   static const std::vector<const Algorithm*> reduce = {selfCollective(), ringReduce()};

@@ -11,6 +11,7 @@ const Algorithm* treeAllReduce();
 const Algorithm* directAllReduce();
 const Algorithm* twoShotAllReduce();
 const Algorithm* rabenseifnerAllReduce();
+const Algorithm* zeroCopyAllReduce();
 const Algorithm* ringBroadcast();
 const Algorithm* treeBroadcast();
 const Algorithm* ringReduce();

@@ -50,19 +50,22 @@ bool allowedBySpec(const std::string& spec, const char* name) {
 
 }  // namespace
 
-const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args) {
+const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args,
+                                 const Algorithm* skip) {
   const auto& algos = algorithmsFor(args.coll);
   std::string spec = algoSpecFor(comm.config.algo, args.coll);
   const Algorithm* chosen = nullptr;
   size_t bytes = args.count * args.elemSize;
   // The rule's choices in order (Self always first), then everything else in registry order.
-  std::vector<const char*> preferred = {"Self"};
+  // ZeroCopy supports only large messages on one host and hands over to the others itself when
+  // some rank's buffers are not registered.
+  std::vector<const char*> preferred = {"Self", "ZeroCopy"};
   if (bytes <= kDirectMaxBytes) preferred.push_back("Direct");
   if (comm.nranks > 2 && bytes <= kTreeMaxBytes) preferred.push_back("Tree");
   preferred.push_back("Ring");
   auto usable = [&](const Algorithm* a) {
     bool self = strcasecmp(a->name(), "Self") == 0;
-    return (self || allowedBySpec(spec, a->name())) && a->supports(args, comm);
+    return a != skip && (self || allowedBySpec(spec, a->name())) && a->supports(args, comm);
   };
   for (const char* name : preferred)
     for (const Algorithm* a : algos)

@@ -41,8 +41,6 @@ ncclResult_t checkDataType(ncclDataType_t dtype);
 /// Resolves `op` (built-in or created on `comm`) for `dtype` into the kernels' description.
 ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dtype,
                        kernels::ReduceOp* out);
-/// Returns "not implemented" for an entry point Braid does not provide yet.
-ncclResult_t notImplemented(const char* fn);
 
 /// Keeps a communicator from being freed by ncclCommAbort while a call uses it.
 class ActiveCall {

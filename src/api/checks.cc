@@ -74,8 +74,4 @@ ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dtype,
   return ncclSuccess;
 }
 
-ncclResult_t notImplemented(const char* fn) {
-  return fail(ncclInvalidUsage, "%s is not implemented in this version of Braid", fn);
-}
-
 }  // namespace braid

@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/flight_recorder.h"
 #include "core/nonblocking.h"
+#include "core/registration.h"
 #include "core/worker.h"
 #include "kernels/reduce.h"
 #include "nccl.h"
@@ -71,7 +72,9 @@ struct ncclComm {
   uint32_t shrinkCount = 0;          ///< ncclCommShrink calls on this communicator so far
   braid::AsyncWork asyncWork;        ///< non-blocking communicators: queued background work
   braid::FlightRecorder recorder;    ///< last operations and peers' progress (hang reports)
-  braid::Worker worker;  ///< runs this communicator's share of a multi-communicator group
+  braid::RegistrationTable registrations;  ///< ncclCommRegister / ncclCommWindowRegister
+  uint64_t zeroCopyRuns = 0;  ///< collectives that read registered peer buffers in place (tests)
+  braid::Worker worker;       ///< runs this communicator's share of a multi-communicator group
 };
 
 namespace braid {

@@ -1,5 +1,6 @@
 #include "core/config.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "util/env.h"
@@ -13,6 +14,8 @@ ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
   c.spinIters = static_cast<int>(envInt("BRAID_SPIN", -1));
   c.nslots = static_cast<uint32_t>(envInt("BRAID_NSLOTS", 8));
   c.slotBytes = static_cast<size_t>(envInt("BRAID_SLOT_BYTES", 512 * 1024));
+  c.zeroCopyMinBytes =
+      static_cast<size_t>(std::max<int64_t>(1, envInt("BRAID_ZERO_COPY_MIN_BYTES", 1 << 20)));
   c.tcpSockets = static_cast<int>(envInt("BRAID_TCP_SOCKETS", envInt("NCCL_NSOCKS_PERTHREAD", 2)));
   c.tcpBufferBytes = static_cast<int>(envInt("BRAID_TCP_BUFFER", 4 << 20));
   c.algo = envString("NCCL_ALGO", "");

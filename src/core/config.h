@@ -16,10 +16,12 @@ struct CommConfig {
   int spinIters = -1;             ///< BRAID_SPIN: polls before sleeping (-1: decide from cores)
   uint32_t nslots = 8;            ///< BRAID_NSLOTS: FIFO depth per connection
   size_t slotBytes = 512 * 1024;  ///< BRAID_SLOT_BYTES: FIFO slot size
-  int tcpSockets = 2;             ///< BRAID_TCP_SOCKETS (NCCL_NSOCKS_PERTHREAD also honoured)
-  int tcpBufferBytes = 4 << 20;   ///< BRAID_TCP_BUFFER: SO_SNDBUF/SO_RCVBUF
-  std::string algo;               ///< NCCL_ALGO
-  std::string proto;              ///< NCCL_PROTO (Braid has one protocol, Simple)
+  /// BRAID_ZERO_COPY_MIN_BYTES: smallest allreduce that tries registered buffers in place
+  size_t zeroCopyMinBytes = 1 << 20;
+  int tcpSockets = 2;                   ///< BRAID_TCP_SOCKETS (NCCL_NSOCKS_PERTHREAD also honoured)
+  int tcpBufferBytes = 4 << 20;         ///< BRAID_TCP_BUFFER: SO_SNDBUF/SO_RCVBUF
+  std::string algo;                     ///< NCCL_ALGO
+  std::string proto;                    ///< NCCL_PROTO (Braid has one protocol, Simple)
   std::vector<std::string> transports;  ///< allowed transports, empty = all
   bool connectNeighboursOnly = false;   ///< BRAID_CONNECT=neighbours: ring/tree peers only
   int blocking = 1;                     ///< ncclConfig_t.blocking

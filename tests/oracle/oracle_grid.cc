@@ -19,6 +19,7 @@ void runGridPoint(test::RankShape shape, const GridPoint& p, const std::vector<O
   // BRAID_ORACLE_SEED explores other data (soak sweeps); the default keeps runs reproducible.
   if (const char* extra = getenv("BRAID_ORACLE_SEED")) run.seed ^= seedFrom(extra);
   run.transports = {p.transport};
+  run.registration = p.registration;
   // More ranks than namespaces: ranks sharing a namespace talk over shared memory.
   const bool mixed = shape == test::RankShape::kNamespaces && p.nranks > kMaxNamespaces;
   if (mixed) run.transports = {"shm", "tcp"};
@@ -28,6 +29,8 @@ void runGridPoint(test::RankShape shape, const GridPoint& p, const std::vector<O
     // Namespaces are separate hosts: every connection is TCP whatever BRAID_TRANSPORTS says.
     test::NamespaceOptions options;
     options.env = oracleEnv(p.algo, "", slotBytes);
+    if (p.registration != Registration::kNone)
+      options.env.push_back({"BRAID_ZERO_COPY_MIN_BYTES", "1"});
     options.timeoutS = timeoutS;
     options.namespaces = std::min(p.nranks, kMaxNamespaces);
     // Contiguous blocks put ring neighbours in one namespace, so both transports are used.
@@ -36,6 +39,8 @@ void runGridPoint(test::RankShape shape, const GridPoint& p, const std::vector<O
   } else {
     test::RunOptions options;
     options.env = oracleEnv(p.algo, p.transport, slotBytes);
+    if (p.registration != Registration::kNone)
+      options.env.push_back({"BRAID_ZERO_COPY_MIN_BYTES", "1"});
     options.timeoutS = timeoutS;
     report = shape == test::RankShape::kThreads ? test::runThreads(p.nranks, rankFn, options)
                                                 : test::runProcesses(p.nranks, rankFn, options);

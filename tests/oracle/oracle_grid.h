@@ -16,15 +16,21 @@ struct GridPoint {
   const char* algo;       ///< NCCL_ALGO
   const char* transport;  ///< BRAID_TRANSPORTS and the transport every connection must use
   int nranks;
+  /// Buffers from ncclMemAlloc, registered (zero-copy runs from 1 byte up at these points).
+  Registration registration = Registration::kNone;
 };
 
 inline void PrintTo(const GridPoint& p, std::ostream* os) {
   *os << p.algo << "/" << p.transport << "/" << p.nranks << " ranks";
+  if (p.registration != Registration::kNone) *os << "/registered " << int(p.registration);
 }
 
 inline std::string gridName(const ::testing::TestParamInfo<GridPoint>& info) {
+  static const char* const kRegistration[] = {"", "_registered", "_windows",
+                                              "_evenRanksRegistered"};
   return std::string(info.param.algo) + "_" + info.param.transport + "_" +
-         std::to_string(info.param.nranks) + "ranks";
+         std::to_string(info.param.nranks) + "ranks" +
+         kRegistration[static_cast<int>(info.param.registration)];
 }
 
 /// Runs `cases` at grid point `p` in the given shape and checks every rank's every element,

@@ -1,5 +1,6 @@
 // AllReduce oracle, ranks as forked processes on this host (label multiproc): the shared-memory
-// transport between processes, and TCP when forced, for both algorithms.
+// transport between processes, and TCP when forced, for every algorithm; ZeroCopy with buffers
+// registered on every rank, as windows, and on some ranks only.
 #include "oracle/oracle_grid.h"
 
 namespace braid::oracle {
@@ -22,10 +23,27 @@ std::vector<GridPoint> smallGrid() {
   // Rabenseifner at one odd count per transport (its threads grid covers the rest).
   out.push_back({"Rabenseifner", "shm", 3});
   out.push_back({"Rabenseifner", "tcp", 3});
+  // Zero-copy from registered ncclMemAlloc memory, which peers map; and the fallback when only
+  // some ranks registered.
+  for (int n : {2, 3, 5}) out.push_back({"ZeroCopy", "shm", n, Registration::kRegister});
+  out.push_back({"ZeroCopy", "shm", 3, Registration::kEvenRanks});
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Oracle, ProcessesSmall, ::testing::ValuesIn(smallGrid()), gridName);
+
+// Window registration is collective (a bootstrap exchange per buffer): a dtype/op subset.
+class ProcessesWindows : public ::testing::TestWithParam<GridPoint> {};
+
+TEST_P(ProcessesWindows, SelectedDTypesAndOpsExact) {
+  runGridPoint(RankShape::kProcesses, GetParam(),
+               crossCases({ncclFloat32, ncclBfloat16, ncclInt32},
+                          {OpKind::kSum, OpKind::kAvg, OpKind::kPreMulSumHost}, smallCounts()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Oracle, ProcessesWindows,
+                         ::testing::Values(GridPoint{"ZeroCopy", "shm", 3, Registration::kWindow}),
+                         gridName);
 
 class ProcessesManyChunks : public ::testing::TestWithParam<GridPoint> {};
 
@@ -38,7 +56,9 @@ TEST_P(ProcessesManyChunks, SelectedDTypesAndOpsExact) {
 
 INSTANTIATE_TEST_SUITE_P(Oracle, ProcessesManyChunks,
                          ::testing::Values(GridPoint{"Ring", "shm", 8}, GridPoint{"Tree", "shm", 8},
-                                           GridPoint{"Ring", "tcp", 4}),
+                                           GridPoint{"Ring", "tcp", 4},
+                                           GridPoint{"ZeroCopy", "shm", 4,
+                                                     Registration::kRegister}),
                          gridName);
 
 class ProcessesLarge : public ::testing::TestWithParam<GridPoint> {};
@@ -49,7 +69,10 @@ TEST_P(ProcessesLarge, Float32AndBfloat16Sum16MiB) {
                 {ncclBfloat16, OpKind::kSum, 2 * k16MiBFloats, false}});
 }
 
-INSTANTIATE_TEST_SUITE_P(Oracle, ProcessesLarge, ::testing::Values(GridPoint{"Ring", "shm", 3}),
+INSTANTIATE_TEST_SUITE_P(Oracle, ProcessesLarge,
+                         ::testing::Values(GridPoint{"Ring", "shm", 3},
+                                           GridPoint{"ZeroCopy", "shm", 3,
+                                                     Registration::kRegister}),
                          gridName);
 
 }  // namespace

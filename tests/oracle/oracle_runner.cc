@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/comm.h"
+#include "oracle/case_buffer.h"
 #include "patterns/tree.h"
 
 namespace braid::oracle {
@@ -48,14 +49,22 @@ std::string checkTransports(test::RankContext& ctx, ncclComm_t comm,
 
 // Runs one case; false when the communicator can no longer be used.
 bool runCase(test::RankContext& ctx, ncclComm_t comm, const OracleCase& c, uint64_t seed,
-             uint64_t* digest) {
+             Registration registration, uint64_t* digest) {
   const int rank = ctx.rank(), n = ctx.nranks();
   const std::string name = caseName(c);
   ElementOracle oracle(c.dtype, c.op, n, seed);
   const DTypeInfo& t = oracle.info();
   const size_t bytes = c.count * t.size;
 
-  std::vector<unsigned char> send(bytes + kGuardBytes), recvStore, expected(bytes), input(bytes);
+  std::vector<unsigned char> expected(bytes), input(bytes);
+  CaseBuffer send(comm, rank, bytes + kGuardBytes, registration);
+  CaseBuffer recvStore(comm, rank, c.inPlace ? 0 : bytes + kGuardBytes,
+                       c.inPlace ? Registration::kNone : registration);
+  for (const std::string& e : {send.error(), recvStore.error()}) {
+    if (e.empty()) continue;
+    ctx.fail(name + ": " + e);
+    return false;
+  }
   std::vector<uint64_t> all(n);
   for (size_t i = 0; i < c.count; i++) {
     uint64_t want;
@@ -67,7 +76,6 @@ bool runCase(test::RankContext& ctx, ncclComm_t comm, const OracleCase& c, uint6
   memset(send.data() + bytes, 0xA5, kGuardBytes);
   unsigned char* recv = send.data();
   if (!c.inPlace) {
-    recvStore.resize(bytes + kGuardBytes);
     recv = recvStore.data();
     fillPoison(t, recv, c.count);
     memset(recv + bytes, 0xA5, kGuardBytes);
@@ -91,11 +99,20 @@ bool runCase(test::RankContext& ctx, ncclComm_t comm, const OracleCase& c, uint6
     op = builtinOp(c.op);
   }
 
+  const uint64_t zeroCopyBefore = comm->zeroCopyRuns;
   ncclResult_t r = ncclAllReduce(send.data(), recv, c.count, c.dtype, op, comm, nullptr);
   if (r != ncclSuccess) {
     ctx.fail(name + ": ncclAllReduce: " + ncclGetErrorString(r) + ": " + ncclGetLastError(comm));
     return false;
   }
+  // Registered buffers on every rank must be read in place (when ZeroCopy runs: n > 1, data);
+  // registration on some ranks only must fall back to the FIFOs, with the same exact results.
+  const bool wantZeroCopy =
+      (registration == Registration::kRegister || registration == Registration::kWindow) && n > 1 &&
+      bytes > 0;
+  if (registration != Registration::kNone && (comm->zeroCopyRuns > zeroCopyBefore) != wantZeroCopy)
+    ctx.fail(name + (wantZeroCopy ? ": registered buffers were not read in place"
+                                  : ": ran zero-copy without registered buffers on every rank"));
   if (isPreMulSum(c.op) && ncclRedOpDestroy(op, comm) != ncclSuccess)
     ctx.fail(name + ": ncclRedOpDestroy: " + ncclGetLastError(comm));
 
@@ -116,7 +133,7 @@ bool runCase(test::RankContext& ctx, ncclComm_t comm, const OracleCase& c, uint6
              " elements wrong" + msg.str());
   }
   for (size_t g = 0; g < kGuardBytes; g++) {
-    if (recv[bytes + g] != 0xA5 || send[bytes + g] != 0xA5) {
+    if (recv[bytes + g] != 0xA5 || send.data()[bytes + g] != 0xA5) {
       ctx.fail(name + ": wrote past the end of a buffer (guard byte " + std::to_string(g) + ")");
       break;
     }
@@ -143,7 +160,7 @@ void runOracleRank(test::RankContext& ctx, const OracleRun& run) {
   for (size_t k = 0; k < run.cases.size(); k++) {
     // Each case gets its own data; all ranks derive the same seed.
     uint64_t seed = run.seed * 0x9E3779B97F4A7C15ull + k;
-    if (!runCase(ctx, comm, run.cases[k], seed, &digest)) break;
+    if (!runCase(ctx, comm, run.cases[k], seed, run.registration, &digest)) break;
     done++;
   }
   ctx.report("digest", std::to_string(digest));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "harness/rank_harness.h"
+#include "oracle/case_buffer.h"
 #include "oracle/oracle_data.h"
 
 namespace braid::oracle {
@@ -26,6 +27,8 @@ struct OracleRun {
   uint64_t seed = 1;
   /// Transports each neighbour connection may use (e.g. {"local"}); empty: not checked.
   std::vector<std::string> transports;
+  /// How the case buffers are allocated and registered (kNone: plain memory).
+  Registration registration = Registration::kNone;
 };
 
 /// The rank function: runs every case of `run` on this rank's communicator.

@@ -22,10 +22,26 @@ std::vector<GridPoint> smallGrid() {
     for (const char* algo : {"Ring", "Tree", "Direct", "TwoShot", "Rabenseifner"})
       for (int n : {2, 3, 5}) out.push_back({algo, transport, n});
   }
+  // Threads share the address space: registered memory of any kind is read in place.
+  for (int n : {2, 3, 5}) out.push_back({"ZeroCopy", "local", n, Registration::kRegister});
+  out.push_back({"ZeroCopy", "local", 4, Registration::kEvenRanks});
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Oracle, ThreadsSmall, ::testing::ValuesIn(smallGrid()), gridName);
+
+// Window registration is collective (a bootstrap exchange per buffer): a dtype/op subset.
+class ThreadsWindows : public ::testing::TestWithParam<GridPoint> {};
+
+TEST_P(ThreadsWindows, SelectedDTypesAndOpsExact) {
+  runGridPoint(RankShape::kThreads, GetParam(),
+               crossCases({ncclFloat32, ncclBfloat16, ncclInt32},
+                          {OpKind::kSum, OpKind::kAvg, OpKind::kPreMulSumHost}, smallCounts()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Oracle, ThreadsWindows,
+                         ::testing::Values(GridPoint{"ZeroCopy", "shm", 3, Registration::kWindow}),
+                         gridName);
 
 class ThreadsManyChunks : public ::testing::TestWithParam<GridPoint> {};
 
@@ -52,6 +68,8 @@ std::vector<GridPoint> chunkGrid() {
   // (tests/collectives) covers 2-8 ranks on each transport: two points keep CI time down.
   out.push_back({"Rabenseifner", "local", 4});
   out.push_back({"Rabenseifner", "tcp", 4});
+  out.push_back({"ZeroCopy", "local", 4, Registration::kRegister});
+  out.push_back({"ZeroCopy", "local", 8, Registration::kRegister});
   return out;
 }
 

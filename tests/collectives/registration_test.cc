@@ -1,0 +1,136 @@
+// Registration across ranks: window registration agrees on its arguments (a wrong size or a
+// refused argument on one rank fails every rank, naming it, without a hang), and zero-copy
+// AllReduce stays exact when a rank frees its memory and allocates again (the peers' cached
+// mappings must follow the new allocation).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/comm.h"
+#include "harness/rank_harness.h"
+
+namespace {
+
+using braid::test::RankContext;
+
+bool mentions(const std::string& text, const std::string& fragment) {
+  return text.find(fragment) != std::string::npos;
+}
+
+// Every rank must still agree on a 1-element allreduce afterwards.
+void expectUsable(RankContext& ctx, ncclComm_t comm) {
+  int64_t one = 1, total = 0;
+  if (ncclAllReduce(&one, &total, 1, ncclInt64, ncclSum, comm, nullptr) != ncclSuccess ||
+      total != ctx.nranks())
+    ctx.fail("allreduce after the refused registration gave " + std::to_string(total) + ": " +
+             ncclGetLastError(comm));
+}
+
+void windowSizesDisagree(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  if (!comm) return;
+  std::vector<char> buf(8192);
+  const size_t size = ctx.rank() == 1 ? 8192 : 4096;
+  ncclWindow_t win = nullptr;
+  ncclResult_t r = ncclCommWindowRegister(comm, buf.data(), size, &win, NCCL_WIN_COLL_SYMMETRIC);
+  std::string text = ncclGetLastError(comm);
+  if (r != ncclInvalidArgument || !mentions(text, "size") || !mentions(text, "rank 1") ||
+      !mentions(text, "8192"))
+    ctx.fail("symmetric window sizes 4096/8192: got " + std::to_string(r) + " \"" + text + "\"");
+  // Without NCCL_WIN_COLL_SYMMETRIC the sizes may differ.
+  if (ncclCommWindowRegister(comm, buf.data(), size, &win, NCCL_WIN_DEFAULT) != ncclSuccess)
+    ctx.fail(std::string("default window: ") + ncclGetLastError(comm));
+  else if (ncclCommWindowDeregister(comm, win) != ncclSuccess)
+    ctx.fail(std::string("window deregister: ") + ncclGetLastError(comm));
+  expectUsable(ctx, comm);
+  ncclCommDestroy(comm);
+}
+
+void windowRefusedOnOneRank(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  if (!comm) return;
+  std::vector<char> buf(4096);
+  const bool bad = ctx.rank() == ctx.nranks() - 1;
+  ncclWindow_t win = nullptr;
+  ncclResult_t r = ncclCommWindowRegister(comm, bad ? nullptr : buf.data(), buf.size(), &win, 0);
+  std::string text = ncclGetLastError(comm);
+  const std::string want =
+      bad ? "buff is NULL" : "rank " + std::to_string(ctx.nranks() - 1) + " refused";
+  if (r != ncclInvalidArgument || !mentions(text, want))
+    ctx.fail("expected \"" + want + "\", got " + std::to_string(r) + " \"" + text + "\"");
+  expectUsable(ctx, comm);
+  ncclCommDestroy(comm);
+}
+
+// Thread-rank and process-rank runs are separate tests: the sanitizer passes run only the first.
+TEST(WindowRegister, SymmetricSizesMustAgreeThreads) {
+  for (int n : {2, 3}) {
+    auto report = braid::test::runThreads(n, windowSizesDisagree);
+    BRAID_EXPECT_ALL_RANKS_OK(report);
+  }
+}
+
+TEST(WindowRegister, SymmetricSizesMustAgreeProcesses) {
+  auto report = braid::test::runProcesses(3, windowSizesDisagree);
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
+TEST(WindowRegister, ARefusalOnOneRankFailsEveryRankThreads) {
+  auto report = braid::test::runThreads(3, windowRefusedOnOneRank);
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
+TEST(WindowRegister, ARefusalOnOneRankFailsEveryRankProcesses) {
+  auto report = braid::test::runProcesses(3, windowRefusedOnOneRank);
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
+// Each round: allocate, register, allreduce (rank r contributes r+round+i), check, free. The
+// descriptor numbers repeat from round to round; the sums must follow the new memory.
+void reallocateBetweenCalls(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  if (!comm) return;
+  const int n = ctx.nranks();
+  const size_t count = (3 << 20) / sizeof(int32_t) + 5;  // above the zero-copy threshold
+  for (int round = 0; round < 3; round++) {
+    int32_t *send = nullptr, *recv = nullptr;
+    // A different size each round, so a stale mapping would also be the wrong length.
+    const size_t bytes = (count + round * 4096) * sizeof(int32_t);
+    if (ncclMemAlloc(reinterpret_cast<void**>(&send), bytes) != ncclSuccess ||
+        ncclMemAlloc(reinterpret_cast<void**>(&recv), bytes) != ncclSuccess)
+      return ctx.fail(std::string("ncclMemAlloc: ") + ncclGetLastError(nullptr));
+    void *hs = nullptr, *hr = nullptr;
+    ncclCommRegister(comm, send, bytes, &hs);
+    ncclCommRegister(comm, recv, bytes, &hr);
+    for (size_t i = 0; i < count; i++) send[i] = static_cast<int32_t>(ctx.rank() + round + i);
+    for (size_t i = 0; i < count; i++) recv[i] = -1;
+    const uint64_t before = comm->zeroCopyRuns;
+    if (ncclAllReduce(send, recv, count, ncclInt32, ncclSum, comm, nullptr) != ncclSuccess)
+      return ctx.fail(std::string("allreduce: ") + ncclGetLastError(comm));
+    if (comm->zeroCopyRuns != before + 1) ctx.fail("round " + std::to_string(round) + " staged");
+    size_t wrong = 0;
+    for (size_t i = 0; i < count; i++) {
+      int64_t want = static_cast<int64_t>(n) * (round + i) + n * (n - 1) / 2;
+      if (recv[i] != static_cast<int32_t>(want)) wrong++;
+    }
+    if (wrong) ctx.fail("round " + std::to_string(round) + ": " + std::to_string(wrong) + " wrong");
+    ncclCommDeregister(comm, hs);
+    ncclCommDeregister(comm, hr);
+    ncclMemFree(send);
+    ncclMemFree(recv);
+  }
+  ncclCommDestroy(comm);
+}
+
+TEST(ZeroCopy, PeersFollowReallocatedMemoryProcesses) {
+  auto report = braid::test::runProcesses(3, reallocateBetweenCalls);
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
+TEST(ZeroCopy, PeersFollowReallocatedMemoryThreads) {
+  auto report = braid::test::runThreads(2, reallocateBetweenCalls);
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
+}  // namespace
