@@ -21,16 +21,15 @@ const char* collName(CollType c) {
 // Default preference order per collective; the selector may reorder by size and rank count.
 const std::vector<const Algorithm*>& algorithmsFor(CollType coll) {
   static const std::vector<const Algorithm*> allReduce = {
-      selfCollective(),  ringAllReduce(),    treeAllReduce(),
-      directAllReduce(), twoShotAllReduce(), rabenseifnerAllReduce(),
-      zeroCopyAllReduce()};
+      selfCollective(),   ringAllReduce(),         treeAllReduce(),    directAllReduce(),
+      twoShotAllReduce(), rabenseifnerAllReduce(), zeroCopyAllReduce()};
   static const std::vector<const Algorithm*> broadcast = {selfCollective(), ringBroadcast(),
                                                           treeBroadcast()};
   static const std::vector<const Algorithm*> reduce = {selfCollective(), ringReduce()};
   static const std::vector<const Algorithm*> allGather = {selfCollective(), ringAllGather(),
-                                                          bruckAllGather()};
-  static const std::vector<const Algorithm*> reduceScatter = {selfCollective(), ringReduceScatter(),
-                                                              bruckReduceScatter()};
+                                                          bruckAllGather(), zeroCopyAllGather()};
+  static const std::vector<const Algorithm*> reduceScatter = {
+      selfCollective(), ringReduceScatter(), bruckReduceScatter(), zeroCopyReduceScatter()};
   switch (coll) {
     case CollType::kAllReduce:
       return allReduce;

@@ -12,6 +12,8 @@ const Algorithm* directAllReduce();
 const Algorithm* twoShotAllReduce();
 const Algorithm* rabenseifnerAllReduce();
 const Algorithm* zeroCopyAllReduce();
+const Algorithm* zeroCopyAllGather();
+const Algorithm* zeroCopyReduceScatter();
 const Algorithm* ringBroadcast();
 const Algorithm* treeBroadcast();
 const Algorithm* ringReduce();

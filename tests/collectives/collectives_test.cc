@@ -10,13 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "core/comm.h"
 #include "harness/rank_harness.h"
+#include "oracle/case_buffer.h"
 #include "oracle/dtype_codec.h"
 
 namespace {
 
+using braid::oracle::CaseBuffer;
 using braid::oracle::DTypeInfo;
 using braid::oracle::dtypeInfo;
+using braid::oracle::Registration;
 using braid::test::RankContext;
 
 enum class Coll { kBroadcast, kReduce, kAllGather, kReduceScatter };
@@ -63,15 +67,19 @@ struct Case {
 };
 
 // Runs one case on this rank and checks every element of its output.
-void runCase(RankContext& ctx, ncclComm_t comm, const Case& c) {
+// `registration`: how the buffers are allocated and registered (zero-copy when every rank did).
+void runCase(RankContext& ctx, ncclComm_t comm, const Case& c, Registration registration) {
   const DTypeInfo& t = dtypeInfo(c.dtype);
   const int n = ctx.nranks(), me = ctx.rank();
   const bool gathers = c.coll == Coll::kAllGather, scatters = c.coll == Coll::kReduceScatter;
   const size_t inCount = scatters ? c.count * n : c.count;
   const size_t outCount = gathers ? c.count * n : c.count;
-  std::vector<unsigned char> in(std::max<size_t>(1, inCount) * t.size);
-  std::vector<unsigned char> out(std::max<size_t>(1, std::max(inCount, outCount)) * t.size);
-  for (size_t i = 0; i < out.size() / t.size; i++)
+  CaseBuffer in(comm, me, std::max<size_t>(1, inCount) * t.size, registration);
+  const size_t outBytes = std::max<size_t>(1, std::max(inCount, outCount)) * t.size;
+  CaseBuffer out(comm, me, outBytes, registration);
+  if (!in.error().empty() || !out.error().empty())
+    return ctx.fail("buffers: " + in.error() + out.error());
+  for (size_t i = 0; i < outBytes / t.size; i++)
     braid::oracle::storeElement(t, out.data(), i, t.poison);
   auto value = [&](int r, size_t i) { return inputValue(t, c.op, n, r, i); };
   for (size_t i = 0; i < inCount; i++)
@@ -90,6 +98,7 @@ void runCase(RankContext& ctx, ncclComm_t comm, const Case& c) {
       recv = scatters ? out.data() + me * c.count * t.size : out.data();
     }
   }
+  const uint64_t zeroCopyBefore = comm->zeroCopyRuns;
   ncclResult_t r = ncclSuccess;
   switch (c.coll) {
     case Coll::kBroadcast:
@@ -112,6 +121,11 @@ void runCase(RankContext& ctx, ncclComm_t comm, const Case& c) {
     ctx.fail(what + ": " + ncclGetErrorString(r) + ": " + ncclGetLastError(comm));
     return;
   }
+  const bool wantZeroCopy =
+      registration == Registration::kRegister && n > 1 && c.count > 0 && (gathers || scatters);
+  if (registration != Registration::kNone && (comm->zeroCopyRuns > zeroCopyBefore) != wantZeroCopy)
+    ctx.fail(what + (wantZeroCopy ? ": registered buffers were not read in place"
+                                  : ": ran zero-copy without registered buffers on every rank"));
   if (c.coll == Coll::kReduce && me != c.root) return;  // only the root's output is defined
   const unsigned char* result = static_cast<const unsigned char*>(recv);
   for (size_t i = 0; i < outCount; i++) {
@@ -135,7 +149,7 @@ void runCase(RankContext& ctx, ncclComm_t comm, const Case& c) {
   }
 }
 
-void sweep(RankContext& ctx, bool small) {
+void sweep(RankContext& ctx, bool small, Registration registration = Registration::kNone) {
   ncclComm_t comm = ctx.initComm();
   if (!comm) return;
   const int n = ctx.nranks();
@@ -153,7 +167,8 @@ void sweep(RankContext& ctx, bool small) {
           for (int root : rooted ? roots : std::vector<int>{0})
             for (bool inPlace : {false, true})
               runCase(ctx, comm,
-                      Case{coll, static_cast<ncclDataType_t>(d), op, count, root, inPlace});
+                      Case{coll, static_cast<ncclDataType_t>(d), op, count, root, inPlace},
+                      registration);
     }
   }
   ncclCommDestroy(comm);
@@ -220,6 +235,37 @@ TEST(Collectives, LogarithmicAlgorithmsProcessesAndTcp) {
   env.push_back({"BRAID_TRANSPORTS", "tcp"});
   report = braid::test::runThreads(
       5, [](RankContext& ctx) { sweep(ctx, true); }, options(env));
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
+// Zero-copy allgather and reduce-scatter from registered ncclMemAlloc buffers (from 1 byte up
+// here), and the fallback to the FIFOs when only some ranks registered.
+std::vector<std::pair<std::string, std::string>> zeroCopyEnv() {
+  auto env = kSmallSlots;
+  env.push_back({"NCCL_ALGO", "allgather:zerocopy;reducescatter:zerocopy"});
+  env.push_back({"BRAID_ZERO_COPY_MIN_BYTES", "1"});
+  return env;
+}
+
+TEST(Collectives, ZeroCopyThreads) {
+  for (int n : {2, 3, 5}) {
+    auto report = braid::test::runThreads(
+        n, [n](RankContext& ctx) { sweep(ctx, n != 3, Registration::kRegister); },
+        options(zeroCopyEnv()));
+    BRAID_EXPECT_ALL_RANKS_OK(report);
+  }
+}
+
+TEST(Collectives, ZeroCopyProcesses) {
+  for (int n : {3, 4}) {
+    auto report = braid::test::runProcesses(
+        n, [](RankContext& ctx) { sweep(ctx, true, Registration::kRegister); },
+        options(zeroCopyEnv()));
+    BRAID_EXPECT_ALL_RANKS_OK(report);
+  }
+  auto report = braid::test::runProcesses(
+      3, [](RankContext& ctx) { sweep(ctx, true, Registration::kEvenRanks); },
+      options(zeroCopyEnv()));
   BRAID_EXPECT_ALL_RANKS_OK(report);
 }
 

@@ -1,0 +1,39 @@
+// Zero-copy reduce-scatter between ranks on one host whose buffers are registered
+// (zero_copy.h): after the descriptor exchange rank j reduces block j of every rank's input, in
+// rank order, straight into its output; a barrier then keeps the inputs alive until all have
+// read them. Per rank: one block read from each rank, the output written once, no slot traffic.
+// In place (output = block j of rank j's input) is safe: no peer reads block j of rank j.
+#include "algorithms/registry.h"
+#include "algorithms/zero_copy.h"
+#include "util/status.h"
+
+namespace braid {
+namespace {
+
+class ZeroCopyReduceScatter : public Algorithm {
+ public:
+  const char* name() const override { return "ZeroCopy"; }
+
+  bool supports(const CollArgs& args, const ncclComm& comm) const override {
+    return args.coll == CollType::kReduceScatter &&
+           zeroCopyCandidate(comm, args.count * args.elemSize * comm.nranks);
+  }
+
+  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
+    ZeroCopyView view;
+    BRAID_TRY(zeroCopyExchange(comm, args, args.count * args.elemSize * comm.nranks, 0, &view));
+    if (!view.usable) return zeroCopyFallback(comm, args, this, ringReduceScatter());
+    zeroCopyReduce(view, args, args.count * comm.rank, args.count,
+                   static_cast<char*>(args.recvbuff));
+    return zeroCopyBarrier(comm, args);
+  }
+};
+
+}  // namespace
+
+const Algorithm* zeroCopyReduceScatter() {
+  static ZeroCopyReduceScatter a;
+  return &a;
+}
+
+}  // namespace braid

@@ -1,0 +1,129 @@
+#include "algorithms/zero_copy.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "algorithms/primitives.h"
+#include "util/status.h"
+
+namespace braid {
+namespace {
+
+struct Descriptors {
+  BufferDescriptor send, recv;
+  unsigned char preMulScalar[8];  ///< PreMulSum scales each rank's term by that rank's scalar
+  uint32_t hasRecv;
+  uint32_t reserved;
+};
+
+// One slot to every peer (`bytes` of `data`; 0: a bare signal with the fingerprint).
+ncclResult_t signalAll(ncclComm& comm, const CollArgs& args, const void* data, uint32_t bytes) {
+  for (int i = 1; i < comm.nranks; i++) {
+    FifoSender& f = comm.sendTo[(comm.rank + i) % comm.nranks]->fifo();
+    void* slot;
+    BRAID_TRY(f.acquire(comm.policy, &slot));
+    if (bytes) memcpy(slot, data, bytes);
+    f.post(slotInfo(bytes, args.fingerprint));
+  }
+  return ncclSuccess;
+}
+
+// One slot of `bytes` from every peer; `into` (if set) gets rank k's copy at [k].
+ncclResult_t awaitAll(ncclComm& comm, const CollArgs& args, size_t bytes, Descriptors* into) {
+  for (int i = 1; i < comm.nranks; i++) {
+    const int from = (comm.rank + comm.nranks - i) % comm.nranks;
+    const void* data;
+    BRAID_TRY(waitForSlot(comm, args, from, bytes, &data));
+    if (into) memcpy(&into[from], data, bytes);
+    comm.recvFrom[from]->fifo().release();
+  }
+  return ncclSuccess;
+}
+
+}  // namespace
+
+bool zeroCopyCandidate(const ncclComm& comm, size_t bytes) {
+  if (comm.nranks < 2 || bytes < comm.config.zeroCopyMinBytes || !allPairsConnected(comm))
+    return false;
+  for (int p = 0; p < comm.nranks; p++) {
+    if (p == comm.rank) continue;
+    const char* t = comm.sendTo[p]->transportName();
+    if (strcmp(t, "shm") != 0 && strcmp(t, "local") != 0) return false;
+  }
+  return true;
+}
+
+ncclResult_t zeroCopyExchange(ncclComm& comm, const CollArgs& args, size_t sendBytes,
+                              size_t recvBytes, ZeroCopyView* view) {
+  const int n = comm.nranks, me = comm.rank;
+  std::vector<Descriptors> all(n);
+  all[me].send = comm.registrations.describe(args.sendbuff, sendBytes);
+  all[me].hasRecv = recvBytes > 0;
+  if (recvBytes) all[me].recv = comm.registrations.describe(args.recvbuff, recvBytes);
+  memcpy(all[me].preMulScalar, args.op.scalar, sizeof(all[me].preMulScalar));
+  BRAID_TRY(signalAll(comm, args, &all[me], sizeof(Descriptors)));
+  BRAID_TRY(awaitAll(comm, args, sizeof(Descriptors), all.data()));
+  bool oneProcess = true, registered = true, mappable = true;
+  for (int k = 0; k < n; k++) {
+    const Descriptors& d = all[k];
+    oneProcess = oneProcess && comm.peers[k].processHash == comm.peers[me].processHash;
+    registered = registered && d.send.registered && (!d.hasRecv || d.recv.registered);
+    mappable = mappable && d.send.fd >= 0 && (!d.hasRecv || d.recv.fd >= 0);
+  }
+  view->usable = registered && (oneProcess || mappable);
+  if (!view->usable) return ncclSuccess;
+  view->send.assign(n, nullptr);
+  view->recv.assign(n, nullptr);
+  view->ops.assign(n, args.op);
+  for (int k = 0; k < n; k++) {
+    memcpy(view->ops[k].scalar, all[k].preMulScalar, sizeof(view->ops[k].scalar));
+    if (k == me) {
+      view->send[k] = static_cast<const char*>(args.sendbuff);
+      view->recv[k] = static_cast<const char*>(args.recvbuff);
+      continue;
+    }
+    BRAID_TRY(comm.registrations.resolve(k, all[k].send, sendBytes, oneProcess, &view->send[k]));
+    if (recvBytes)
+      BRAID_TRY(comm.registrations.resolve(k, all[k].recv, recvBytes, oneProcess, &view->recv[k]));
+  }
+  comm.zeroCopyRuns++;
+  return ncclSuccess;
+}
+
+void zeroCopyReduce(const ZeroCopyView& v, const CollArgs& args, size_t first, size_t count,
+                    char* dst) {
+  // n terms combine through an accumulator of this many bytes that stays in the L2 cache (1 MiB
+  // per core here), so only the final value goes out to memory.
+  constexpr size_t kChunkBytes = 128 * 1024;
+  const int n = static_cast<int>(v.send.size());
+  const size_t es = args.elemSize, chunk = std::max<size_t>(64, kChunkBytes / es);
+  thread_local std::vector<char> acc;
+  if (acc.size() < chunk * es) acc.resize(chunk * es);
+  const unsigned pre = kernels::kApplyPre, last = kernels::kApplyPre | kernels::kApplyPost;
+  for (size_t done = 0; done < count; done += chunk) {
+    const size_t len = std::min(chunk, count - done), at = (first + done) * es;
+    char* out = dst + done * es;
+    int k = 0;
+    if (!args.op.preMul) {  // the first two terms combine in one pass
+      kernels::reduce(args.op, n == 2 ? out : acc.data(), nullptr, v.send[0] + at, v.send[1] + at,
+                      len, n == 2 ? last : pre);
+      k = 2;
+    }
+    for (; k < n; k++)  // term k with rank k's own PreMulSum scalar
+      kernels::reduce(v.ops[k], k == n - 1 ? out : acc.data(), nullptr,
+                      k == 0 ? nullptr : acc.data(), v.send[k] + at, len, k == n - 1 ? last : pre);
+  }
+}
+
+ncclResult_t zeroCopyBarrier(ncclComm& comm, const CollArgs& args) {
+  BRAID_TRY(signalAll(comm, args, nullptr, 0));
+  return awaitAll(comm, args, 0, nullptr);
+}
+
+ncclResult_t zeroCopyFallback(ncclComm& comm, const CollArgs& args, const Algorithm* self,
+                              const Algorithm* ring) {
+  const Algorithm* other = chooseAlgorithm(comm, args, self);
+  return (other ? other : ring)->run(args, comm);
+}
+
+}  // namespace braid

@@ -1,0 +1,47 @@
+// What the zero-copy algorithms share (allreduce_zerocopy.cc, allgather_zerocopy.cc,
+// reducescatter_zerocopy.cc): between ranks of one host whose buffers are registered, each rank
+// reads its peers' buffers where they are, and the FIFOs carry only small control slots.
+// Registration is local, as in NCCL, so every such operation starts by exchanging descriptors of
+// the buffers; all ranks decide from the same n descriptors whether all registered, and if not,
+// all run the FIFO algorithm the selector would otherwise have chosen.
+#pragma once
+
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "core/comm.h"
+
+namespace braid {
+
+/// Where every rank's buffers are, in this process (index: rank; this rank's own included).
+struct ZeroCopyView {
+  bool usable = false;  ///< every rank registered both buffers, and every rank can map them
+  std::vector<const char*> send, recv;
+  std::vector<kernels::ReduceOp> ops;  ///< args.op with each rank's own PreMulSum scalar
+};
+
+/// True for a call a zero-copy algorithm may take: more than one rank, every peer on this host
+/// and connected, and `bytes` (the larger buffer) at least BRAID_ZERO_COPY_MIN_BYTES.
+bool zeroCopyCandidate(const ncclComm& comm, size_t bytes);
+
+/// Sends every peer the descriptors of this rank's buffers and receives theirs; on success
+/// `view` says whether all can be read in place, and where. The exchange also tells every rank
+/// that its peers' inputs are ready.
+ncclResult_t zeroCopyExchange(ncclComm& comm, const CollArgs& args, size_t sendBytes,
+                              size_t recvBytes, ZeroCopyView* view);
+
+/// dst[i] = the reduction, in rank order, of element first + i of every rank's send buffer, for
+/// i < count (each rank's PreMulSum scalar on its own term; the post-op on the result). dst may
+/// be this rank's own range of its send buffer (in place).
+void zeroCopyReduce(const ZeroCopyView& view, const CollArgs& args, size_t first, size_t count,
+                    char* dst);
+
+/// Tells every peer this rank finished a phase, and waits until every peer has.
+ncclResult_t zeroCopyBarrier(ncclComm& comm, const CollArgs& args);
+
+/// Runs `args` with the algorithm the selector picks when `self` is left out (Ring if NCCL_ALGO
+/// leaves nothing else); every rank reaches it together, so the schedules match.
+ncclResult_t zeroCopyFallback(ncclComm& comm, const CollArgs& args, const Algorithm* self,
+                              const Algorithm* ring);
+
+}  // namespace braid
