@@ -35,8 +35,8 @@ class Algorithm {
   virtual ncclResult_t run(const CollArgs& args, ncclComm& comm) const = 0;
 };
 
-/// The algorithm runCollective would run `args` with (NCCL_ALGO first, else the size/rank
-/// rule); nullptr when NCCL_ALGO leaves none.
+/// The algorithm runCollective would run `args` with (NCCL_ALGO filters, the cost model ranks
+/// what is left); nullptr when NCCL_ALGO leaves none.
 const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args);
 /// Picks the algorithm for `args` (chooseAlgorithm) and runs it.
 ncclResult_t runCollective(ncclComm& comm, CollArgs& args);

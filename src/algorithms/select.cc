@@ -1,7 +1,8 @@
-// Algorithm choice per call. NCCL_ALGO forces (a list such as "Tree", "ring,tree", "^tree", or
-// the per-collective form "allreduce:tree;broadcast:ring"); otherwise a rule on size and rank
-// count: Direct (one hop) up to 16 KiB, the tree (log n hops) up to 64 KiB at 3+ ranks, the ring
-// (bandwidth-optimal) above. An algorithm that does not support a call hands over to the next.
+// Algorithm choice per call. NCCL_ALGO filters (a list such as "Tree", "ring,tree", "^tree", or
+// the per-collective form "allreduce:tree;broadcast:ring"); among the algorithms it leaves that
+// support the call, Self (one rank) and the always-preferred ones come first, then the cost model
+// (cost_model.h) ranks the rest and the cheapest runs. The model's inputs are the same on every
+// rank of a communicator (commInit), so every rank makes the same choice.
 #include <strings.h>
 
 #include <sstream>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/cost_model.h"
 #include "algorithms/mismatch_watch.h"
 #include "core/comm.h"
 #include "util/log.h"
@@ -17,9 +19,9 @@
 namespace braid {
 namespace {
 
-constexpr size_t kTreeMaxBytes = 64 * 1024;
-// One hop instead of 2(n-1) or 2 log2(n), for n-1 sends of the whole message per rank.
-constexpr size_t kDirectMaxBytes = 16 * 1024;
+// Chosen whenever they support the call (and NCCL_ALGO allows them), before any ranking: Self
+// for one rank, then algorithms that beat every other one where they apply at all.
+constexpr const char* kAlwaysPreferred[] = {"Self"};
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(tolower(c));
@@ -53,22 +55,21 @@ bool allowedBySpec(const std::string& spec, const char* name) {
 const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args) {
   const auto& algos = algorithmsFor(args.coll);
   std::string spec = algoSpecFor(comm.config.algo, args.coll);
-  const Algorithm* chosen = nullptr;
-  size_t bytes = args.count * args.elemSize;
-  // The rule's choices in order (Self always first), then everything else in registry order.
-  std::vector<const char*> preferred = {"Self"};
-  if (bytes <= kDirectMaxBytes) preferred.push_back("Direct");
-  if (comm.nranks > 2 && bytes <= kTreeMaxBytes) preferred.push_back("Tree");
-  preferred.push_back("Ring");
   auto usable = [&](const Algorithm* a) {
     bool self = strcasecmp(a->name(), "Self") == 0;
     return (self || allowedBySpec(spec, a->name())) && a->supports(args, comm);
   };
-  for (const char* name : preferred)
+  for (const char* name : kAlwaysPreferred)
     for (const Algorithm* a : algos)
-      if (!chosen && strcasecmp(a->name(), name) == 0 && usable(a)) chosen = a;
-  for (const Algorithm* a : algos)
-    if (!chosen && usable(a)) chosen = a;
+      if (strcasecmp(a->name(), name) == 0 && usable(a)) return a;
+  // The cheapest estimate; ties keep registry order.
+  const Algorithm* chosen = nullptr;
+  double best = 0;
+  for (const Algorithm* a : algos) {
+    if (!usable(a)) continue;
+    double us = estimateCollectiveUs(comm, args, a->name());
+    if (!chosen || us < best) chosen = a, best = us;
+  }
   return chosen;
 }
 
@@ -88,6 +89,7 @@ ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
   if (!chosen)
     return fail(ncclInvalidUsage, "NCCL_ALGO=%s leaves no algorithm for %s on %d ranks",
                 comm.config.algo.c_str(), collName(args.coll), comm.nranks);
+  comm.lastAlgorithm.store(chosen->name(), std::memory_order_relaxed);
   BRAID_INFO(kSubsysColl,
              "%s: opCount %llu sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p "
              "[nranks=%d] algorithm %s",

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/cost_model.h"
 #include "core/bootstrap.h"
 #include "core/config.h"
 #include "core/flight_recorder.h"
@@ -71,7 +72,9 @@ struct ncclComm {
   uint32_t shrinkCount = 0;          ///< ncclCommShrink calls on this communicator so far
   braid::AsyncWork asyncWork;        ///< non-blocking communicators: queued background work
   braid::FlightRecorder recorder;    ///< last operations and peers' progress (hang reports)
-  braid::Worker worker;  ///< runs this communicator's share of a multi-communicator group
+  braid::Worker worker;            ///< runs this communicator's share of a multi-communicator group
+  braid::CommCostModel costModel;  ///< the tuner's constants, the same on every rank (commInit)
+  std::atomic<const char*> lastAlgorithm{nullptr};  ///< what the last collective ran with
 };
 
 namespace braid {
