@@ -15,32 +15,53 @@
 namespace braid {
 namespace {
 
-// Per-algorithm corrections of the textbook counts, fitted to the all_reduce_perf sweep
-// (docs/performance.md, "Tuner"). steps = c0 + c1 (n-1) + c2 ceil(log2 n) latencies; the byte
-// terms are multiplied by bytesFactor: how far an algorithm's data path falls short of the ring's
-// pipelined one (extra scratch copies, slot handoffs that wait on every peer, sockets in
-// parallel on TCP).
+// Per-algorithm corrections of the textbook counts, fitted to the *_perf sweeps with NCCL_ALGO
+// forced (docs/performance.md, "Tuner"): steps = c0 + c1 (n-1) + c2 log2(n) latencies, and the
+// byte terms times bytesFactor, how far an algorithm's data path falls short of the ring's
+// pipelined one (scratch copies, slot handoffs that wait on every peer; on TCP, peers' sockets
+// that run in parallel narrow the gap).
 struct Shape {
+  CollType coll;
   const char* name;
   double c0, c1, c2, bytesFactor;
 };
+using C = CollType;
 // Shared memory and same-process FIFOs: memory bandwidth is the limit.
-constexpr Shape kMemoryShapes[] = {{"Ring", 0, 2, 0, 1.0},
-                                   {"Direct", 1, 0.5, 0, 1.23},
-                                   {"Tree", 2, 0, 2, 1.35},
-                                   {"TwoShot", 3, 1.25, 0, 1.4},
-                                   {"Rabenseifner", 3, 1, 2, 2.5}};
-// TCP: the sockets are the limit, and peers' sockets run in parallel.
-constexpr Shape kTcpShapes[] = {{"Ring", 0, 2, 0, 1.0},
-                                {"Direct", 1, 0.5, 0, 0.95},
-                                {"Tree", 1, 0, 2, 1.0},
-                                {"TwoShot", 2, 0.5, 0, 1.05},
-                                {"Rabenseifner", 1.5, 0, 2, 1.4}};
+constexpr Shape kMemoryShapes[] = {{C::kAllReduce, "Ring", 0, 2, 0, 1.0},
+                                   {C::kAllReduce, "Direct", 1, 0.5, 0, 1.23},
+                                   {C::kAllReduce, "Tree", 2, 0, 2, 1.35},
+                                   {C::kAllReduce, "TwoShot", 3, 1.25, 0, 1.4},
+                                   {C::kAllReduce, "Rabenseifner", 3, 1, 2, 2.5}};
+// TCP: the sockets are the limit.
+constexpr Shape kTcpShapes[] = {{C::kAllReduce, "Ring", 0, 2, 0, 1.0},
+                                {C::kAllReduce, "Direct", 1, 0.5, 0, 1.0},
+                                {C::kAllReduce, "Tree", 1, 0, 2, 1.0},
+                                {C::kAllReduce, "TwoShot", 2, 0.5, 0, 1.05},
+                                {C::kAllReduce, "Rabenseifner", 1.5, 0, 2, 1.4}};
+// The other collectives, on every transport (docs/design.md, "Selection"): Bruck's log2(n) steps
+// move its blocks twice through scratch, and its reduce-scatter measured behind the ring even
+// at 4 KiB.
+constexpr Shape kOtherShapes[] = {
+    {C::kBroadcast, "Ring", 0, 1, 0, 1.0},     {C::kBroadcast, "Tree", 0, 0, 1, 1.0},
+    {C::kReduce, "Ring", 0, 1, 0, 1.0},        {C::kAllGather, "Ring", 0, 1, 0, 1.0},
+    {C::kAllGather, "Bruck", 0, 0, 1, 2.0},    {C::kReduceScatter, "Ring", 0, 1, 0, 1.0},
+    {C::kReduceScatter, "Bruck", 4, 0, 1, 2.0}};
 
 int ceilLog2(int n) {
   int k = 0;
   while ((1 << k) < n) k++;
   return k;
+}
+
+Shape shapeOf(LinkClass link, CollType coll, const char* algorithm) {
+  auto find = [&](const auto& table) -> const Shape* {
+    for (const Shape& s : table)
+      if (s.coll == coll && strcasecmp(s.name, algorithm) == 0) return &s;
+    return nullptr;
+  };
+  const Shape* s = find(kOtherShapes);
+  if (!s) s = find(link == LinkClass::kTcp ? kTcpShapes : kMemoryShapes);
+  return s ? *s : Shape{coll, algorithm, 0, 1, 0, 1.0};  // unknown: ring-like
 }
 
 }  // namespace
@@ -125,28 +146,34 @@ double estimateCollectiveUs(const CommCostModel& model, int n, const CollArgs& a
   const double a = slow * c.alphaUs, part = (n - 1.0) / n, lg = ceilLog2(n);
   auto is = [algorithm](const char* name) { return strcasecmp(algorithm, name) == 0; };
   if (n == 1 || is("Self")) return args.sendbuff == args.recvbuff ? 0 : S * beta;
+  const Shape shape = shapeOf(model.link, args.coll, algorithm);
+  // A binary tree of n ranks is floor(log2 n) deep: the broadcast tree's depth.
+  const double depth = std::floor(std::log2(n));
+  const double steps =
+      shape.c0 + shape.c1 * (n - 1) + shape.c2 * (args.coll == CollType::kBroadcast ? depth : lg);
+  double bytes = 0;
   switch (args.coll) {
-    case CollType::kAllReduce: {
-      Shape shape = kMemoryShapes[0];
-      for (const Shape& s : model.link == LinkClass::kTcp ? kTcpShapes : kMemoryShapes)
-        if (is(s.name)) shape = s;
-      const double steps = shape.c0 + shape.c1 * (n - 1) + shape.c2 * lg;
-      double bytes = 2 * part * S * beta + part * S * gamma;  // Ring, TwoShot, Rabenseifner
+    case CollType::kAllReduce:
+      bytes = 2 * part * S * beta + part * S * gamma;  // Ring, TwoShot, Rabenseifner
       if (is("Direct")) bytes = (n - 1) * S * (beta + gamma);
       if (is("Tree")) bytes = 2 * S * beta + S * gamma;
-      return steps * a + shape.bytesFactor * bytes;
-    }
+      break;
     case CollType::kBroadcast:
-      if (is("Tree")) return lg * a + 2 * S * beta;
-      return (n - 1) * a + S * beta;
+      // The tree's parents send each slot twice; the ring's first slot crosses n-2 more hops
+      // before the pipeline fills.
+      bytes = is("Tree") ? 2 * S * beta : S * beta + (n - 2) * std::min(S, model.slotBytes) * beta;
+      break;
     case CollType::kReduce:
-      return (n - 1) * a + S * (beta + gamma);
+      bytes = S * (beta + gamma);
+      break;
     case CollType::kAllGather:  // count is per rank: the gathered buffer is n times it
-      return (is("Bruck") ? lg : n - 1.0) * a + (n - 1) * S * beta;
+      bytes = (n - 1) * S * beta;
+      break;
     case CollType::kReduceScatter:  // count is per rank: each rank's input is n times it
-      return (is("Bruck") ? lg : n - 1.0) * a + (n - 1) * S * (beta + gamma);
+      bytes = (n - 1) * S * (beta + gamma);
+      break;
   }
-  return 0;
+  return steps * a + shape.bytesFactor * bytes;
 }
 
 double estimateCollectiveUs(const ncclComm& comm, const CollArgs& args, const char* algorithm) {

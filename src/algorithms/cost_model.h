@@ -39,8 +39,9 @@ const char* linkClassName(LinkClass c);
 /// builds it from rank 0's constants and the allgathered peer table).
 struct CommCostModel {
   LinkClass link = LinkClass::kShm;
-  LinkCost cost;             ///< that transport's constants
-  double oversubscribe = 1;  ///< ranks on the busiest host per core (>= 1)
+  LinkCost cost;                  ///< that transport's constants
+  double oversubscribe = 1;       ///< ranks on the busiest host per core (>= 1)
+  double slotBytes = 512 * 1024;  ///< FIFO slot size (BRAID_SLOT_BYTES): the pipelining unit
 };
 
 /// Estimated time of `args` run by `algorithm` on `nranks` ranks, in microseconds.

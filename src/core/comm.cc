@@ -179,6 +179,7 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
       needTcp = true;
   if (needTcp) BRAID_TRY(findInterfaceAddress(&ctx.tcpAddress, nullptr));
   comm->costModel = commCostModel(tuner, comm->peers, ctx.allowed);
+  comm->costModel.slotBytes = static_cast<double>(comm->config.slotBytes);
   BRAID_INFO(kSubsysTune,
              "comm %p rank %d tuner: %s alpha %.3g us, %.3g GB/s, reduce %.3g GB/s, "
              "%.2f ranks per core",

@@ -66,6 +66,36 @@ TEST(TunerRanking, TcpFourRanks) {
   EXPECT_EQ(cheapest(m, 4, 64 << 20), "Ring");
 }
 
+// The cheapest of `names` for collective `coll` with `count` elements of 4 bytes.
+std::string cheapestOf(const CommCostModel& m, int nranks, CollType coll, size_t count,
+                       std::vector<const char*> names) {
+  CollArgs args;
+  args.coll = coll;
+  args.count = count;
+  args.elemSize = 4;
+  std::string best;
+  double bestUs = 0;
+  for (const char* name : names) {
+    double us = estimateCollectiveUs(m, nranks, args, name);
+    if (best.empty() || us < bestUs) best = name, bestUs = us;
+  }
+  return best;
+}
+
+TEST(TunerRanking, OtherCollectives) {
+  CommCostModel m = modelFor(LinkClass::kShm, 2);
+  // Broadcast: the tree's fewer hops win until its double sends cost more than the ring's fill.
+  EXPECT_EQ(cheapestOf(m, 4, CollType::kBroadcast, 16 << 10, {"Ring", "Tree"}), "Tree");
+  EXPECT_EQ(cheapestOf(m, 4, CollType::kBroadcast, 64 << 20, {"Ring", "Tree"}), "Ring");
+  EXPECT_EQ(cheapestOf(m, 2, CollType::kBroadcast, 1024, {"Ring", "Tree"}), "Ring");  // a tie
+  // Bruck allgather: fewer steps for small blocks, twice the copies for large ones.
+  EXPECT_EQ(cheapestOf(m, 4, CollType::kAllGather, 16, {"Ring", "Bruck"}), "Bruck");
+  EXPECT_EQ(cheapestOf(m, 4, CollType::kAllGather, 1 << 20, {"Ring", "Bruck"}), "Ring");
+  // Bruck reduce-scatter measured behind the ring at every size.
+  EXPECT_EQ(cheapestOf(m, 4, CollType::kReduceScatter, 1, {"Ring", "Bruck"}), "Ring");
+  EXPECT_EQ(cheapestOf(m, 8, CollType::kReduceScatter, 1, {"Ring", "Bruck"}), "Ring");
+}
+
 TEST(TunerRanking, SlowerLinksMoveTheCrossoverUp) {
   // Where Direct stops winning: ten times the latency pushes it out by about ten times.
   CommCostModel fast = modelFor(LinkClass::kShm, 1), slow = fast;
