@@ -5,9 +5,9 @@
 // rank of a communicator (commInit), so every rank makes the same choice.
 #include <strings.h>
 
-#include <sstream>
+#include <algorithm>
 #include <string>
-#include <vector>
+#include <string_view>
 
 #include "algorithms/algorithm.h"
 #include "algorithms/cost_model.h"
@@ -23,30 +23,37 @@ namespace {
 // for one rank, then algorithms that beat every other one where they apply at all.
 constexpr const char* kAlwaysPreferred[] = {"Self"};
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(tolower(c));
-  return s;
+bool equalNoCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
 
-// The algorithm list NCCL_ALGO gives for this collective ("" = no constraint).
-std::string algoSpecFor(const std::string& env, CollType coll) {
-  if (env.find(':') == std::string::npos) return lower(env);
-  std::stringstream ss(env);
-  for (std::string part; std::getline(ss, part, ';');) {
+// The algorithm list NCCL_ALGO gives for this collective ("" = no constraint). Parsed on every
+// call without streams or allocations: a stringstream costs about a
+// microsecond, which small collectives notice.
+std::string_view algoSpecFor(std::string_view env, CollType coll) {
+  if (env.find(':') == std::string_view::npos) return env;
+  while (!env.empty()) {
+    size_t end = std::min(env.find(';'), env.size());
+    std::string_view part = env.substr(0, end);
+    env.remove_prefix(std::min(end + 1, env.size()));
     size_t colon = part.find(':');
-    if (colon == std::string::npos) continue;
-    if (lower(part.substr(0, colon)) == lower(collName(coll))) return lower(part.substr(colon + 1));
+    if (colon != std::string_view::npos && equalNoCase(part.substr(0, colon), collName(coll)))
+      return part.substr(colon + 1);
   }
-  return "";
+  return {};
 }
 
-bool allowedBySpec(const std::string& spec, const char* name) {
+bool allowedBySpec(std::string_view spec, const char* name) {
   if (spec.empty()) return true;
   bool exclude = spec[0] == '^';
-  std::stringstream ss(exclude ? spec.substr(1) : spec);
+  if (exclude) spec.remove_prefix(1);
   bool listed = false;
-  for (std::string tok; std::getline(ss, tok, ',');)
-    if (lower(tok) == lower(name)) listed = true;
+  for (;;) {
+    size_t end = std::min(spec.find(','), spec.size());
+    if (equalNoCase(spec.substr(0, end), name)) listed = true;
+    if (end == spec.size()) break;
+    spec.remove_prefix(end + 1);
+  }
   return exclude ? !listed : listed;
 }
 
@@ -54,7 +61,7 @@ bool allowedBySpec(const std::string& spec, const char* name) {
 
 const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args) {
   const auto& algos = algorithmsFor(args.coll);
-  std::string spec = algoSpecFor(comm.config.algo, args.coll);
+  std::string_view spec = algoSpecFor(comm.config.algo, args.coll);
   auto usable = [&](const Algorithm* a) {
     bool self = strcasecmp(a->name(), "Self") == 0;
     return (self || allowedBySpec(spec, a->name())) && a->supports(args, comm);

@@ -1,12 +1,14 @@
-// Every rank of a communicator makes the tuner's choice alike, whatever its own host constants
-// say: rank 0's constants travel in the init's allgather. Here each rank is a process with a
-// tuner file of its own (BRAID_TUNER_FILE, read only where the process resolves its constants),
-// and the choice they would make on their own differs. A separate program: the constants are
-// resolved once per process, so no communicator may have been made before the ranks fork.
+// The tuner across ranks: every rank of a communicator makes the same choice whatever its own
+// host constants say, since rank 0's travel in the init's allgather. Here each rank is a process
+// with a tuner file of its own (BRAID_TUNER_FILE, read only where the process resolves its
+// constants), and the choice they would make on their own differs. A separate program: the
+// constants are resolved once per process, so no communicator may exist before the ranks fork.
+// Also braidCommLastAlgorithm, which reports the choice.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -62,6 +64,43 @@ TEST(TunerConsistency, RanksWithDifferentConstantsChooseAlike) {
       options);
   BRAID_EXPECT_ALL_RANKS_OK(report);
   EXPECT_EQ(report.valuesOf("algorithm"), (std::vector<std::string>{"Direct", "Direct", "Direct"}));
+}
+
+// braidCommLastAlgorithm: the name the last collective ran with, truncated to the buffer; bad
+// arguments are named.
+TEST(TunerLastAlgorithm, NamesTheAlgorithmAndRefusesBadArguments) {
+  RunOptions options;
+  options.env = {{"NCCL_ALGO", "allreduce:tree"}, {"BRAID_TIMEOUT_S", "20"}};
+  RunReport report = runThreads(
+      2,
+      [](RankContext& ctx) {
+        ncclComm_t comm = ctx.initComm();
+        if (!comm) return;
+        char name[32] = "poison";
+        EXPECT_EQ(braidCommLastAlgorithm(comm, name, sizeof(name)), ncclSuccess);
+        EXPECT_STREQ(name, "");  // no collective yet
+        std::vector<int32_t> in(1009, ctx.rank() + 1), out(1009, -1);
+        ASSERT_EQ(ncclAllReduce(in.data(), out.data(), in.size(), ncclInt32, ncclSum, comm,
+                                nullptr),
+                  ncclSuccess);
+        for (size_t i = 0; i < out.size(); i++)
+          if (out[i] != 3) {
+            ctx.fail("element " + std::to_string(i) + ": " + std::to_string(out[i]));
+            break;
+          }
+        EXPECT_EQ(braidCommLastAlgorithm(comm, name, sizeof(name)), ncclSuccess);
+        EXPECT_STREQ(name, "Tree");
+        EXPECT_EQ(braidCommLastAlgorithm(comm, name, 3), ncclSuccess);
+        EXPECT_STREQ(name, "Tr");
+        EXPECT_EQ(braidCommLastAlgorithm(comm, nullptr, 8), ncclInvalidArgument);
+        EXPECT_NE(std::string(ncclGetLastError(comm)).find("name is NULL"), std::string::npos);
+        EXPECT_EQ(braidCommLastAlgorithm(comm, name, 0), ncclInvalidArgument);
+        EXPECT_NE(std::string(ncclGetLastError(comm)).find("nameBytes=0"), std::string::npos);
+        EXPECT_NE(braidCommLastAlgorithm(nullptr, name, sizeof(name)), ncclSuccess);
+        EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+      },
+      options);
+  BRAID_EXPECT_ALL_RANKS_OK(report);
 }
 
 }  // namespace
