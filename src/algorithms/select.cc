@@ -6,8 +6,11 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "algorithms/algorithm.h"
 #include "algorithms/cost_model.h"
@@ -57,6 +60,52 @@ bool allowedBySpec(std::string_view spec, const char* name) {
   return exclude ? !listed : listed;
 }
 
+bool sameModel(const CommCostModel& a, const CommCostModel& b) {
+  return a.link == b.link && a.cost.alphaUs == b.cost.alphaUs && a.cost.gbps == b.cost.gbps &&
+         a.cost.reduceGbps == b.cost.reduceGbps && a.oversubscribe == b.oversubscribe &&
+         a.slotBytes == b.slotBytes;
+}
+
+// A collective's algorithms in the model's order (cheapest first; ties in registry order) for
+// one message size. Remembered per thread: the estimates of every candidate cost a few
+// microseconds on a small host, which small collectives would notice. The key is everything the
+// estimates read, so an entry can never be stale.
+struct Ranking {
+  CommCostModel model;
+  int nranks = 0;
+  CollType coll = CollType::kAllReduce;
+  size_t bytes = 0;
+  bool valid = false;
+  std::vector<const Algorithm*> order;
+};
+
+const std::vector<const Algorithm*>& rankingFor(const ncclComm& comm, const CollArgs& args) {
+  thread_local std::array<Ranking, 64> memo;
+  const size_t bytes = args.count * args.elemSize;
+  Ranking& r = memo[(bytes ^ (bytes >> 9) ^ (static_cast<size_t>(args.coll) * 7919)) % memo.size()];
+  if (r.valid && r.nranks == comm.nranks && r.coll == args.coll && r.bytes == bytes &&
+      sameModel(r.model, comm.costModel))
+    return r.order;
+  CollArgs sized;  // the estimates read the collective and the size only
+  sized.coll = args.coll;
+  sized.count = args.count;
+  sized.elemSize = args.elemSize;
+  const auto& algos = algorithmsFor(args.coll);
+  std::vector<std::pair<double, const Algorithm*>> costs;
+  for (const Algorithm* a : algos)
+    costs.push_back({estimateCollectiveUs(comm, sized, a->name()), a});
+  std::stable_sort(costs.begin(), costs.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  r.order.clear();
+  for (const auto& [us, a] : costs) r.order.push_back(a);
+  r.model = comm.costModel;
+  r.nranks = comm.nranks;
+  r.coll = args.coll;
+  r.bytes = bytes;
+  r.valid = true;
+  return r.order;
+}
+
 }  // namespace
 
 const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args) {
@@ -69,15 +118,9 @@ const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args) {
   for (const char* name : kAlwaysPreferred)
     for (const Algorithm* a : algos)
       if (strcasecmp(a->name(), name) == 0 && usable(a)) return a;
-  // The cheapest estimate; ties keep registry order.
-  const Algorithm* chosen = nullptr;
-  double best = 0;
-  for (const Algorithm* a : algos) {
-    if (!usable(a)) continue;
-    double us = estimateCollectiveUs(comm, args, a->name());
-    if (!chosen || us < best) chosen = a, best = us;
-  }
-  return chosen;
+  for (const Algorithm* a : rankingFor(comm, args))
+    if (usable(a)) return a;
+  return nullptr;
 }
 
 ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
