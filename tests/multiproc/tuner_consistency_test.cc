@@ -80,9 +80,9 @@ TEST(TunerLastAlgorithm, NamesTheAlgorithmAndRefusesBadArguments) {
         EXPECT_EQ(braidCommLastAlgorithm(comm, name, sizeof(name)), ncclSuccess);
         EXPECT_STREQ(name, "");  // no collective yet
         std::vector<int32_t> in(1009, ctx.rank() + 1), out(1009, -1);
-        ASSERT_EQ(ncclAllReduce(in.data(), out.data(), in.size(), ncclInt32, ncclSum, comm,
-                                nullptr),
-                  ncclSuccess);
+        ASSERT_EQ(
+            ncclAllReduce(in.data(), out.data(), in.size(), ncclInt32, ncclSum, comm, nullptr),
+            ncclSuccess);
         for (size_t i = 0; i < out.size(); i++)
           if (out[i] != 3) {
             ctx.fail("element " + std::to_string(i) + ": " + std::to_string(out[i]));
