@@ -4,9 +4,13 @@
 #include <chrono>
 #include <cstring>
 
+#include "braid/braid.h"
 #include "datatypes.h"
 #include "fatal.h"
 
+// Weak: the programs may link against another NCCL-API library (BRAID_PERF_LINK_LIBRARY), which
+// has no braidCommLastAlgorithm; -A then reports "?".
+#pragma weak braidCommLastAlgorithm
 namespace braid::bench {
 namespace {
 
@@ -75,13 +79,20 @@ class TestCase {
         }
         benchTime(false);
         benchTime(true);
-        if (state_.isMain(run_)) run_.report.writeLineEnd(o_.iters);
+        if (state_.isMain(run_)) run_.report.writeLineEnd(o_.iters, algorithm_);
       }
     } while (--repeat != 0);
   }
 
  private:
   int rank(int i) const { return state_.firstRank + i; }
+
+  // The algorithm this thread's first communicator's last collective ran with (-A).
+  void lastAlgorithm() {
+    if (!braidCommLastAlgorithm ||
+        braidCommLastAlgorithm(state_.comms[0], algorithm_, sizeof(algorithm_)) != ncclSuccess)
+      snprintf(algorithm_, sizeof(algorithm_), "?");
+  }
 
   void setSize(std::size_t size) {
     std::size_t paramCount = 0;
@@ -158,6 +169,8 @@ class TestCase {
 
     std::vector<double> perIter(o_.perIterTiming ? o_.iters : 0);
     double seconds = timeIterations(inPlace, o_.perIterTiming ? &perIter : nullptr);
+    // Before the harness's own allreduces (barrier, time average) replace it.
+    if (o_.reportAlgorithm) lastAlgorithm();
     double cpuSeconds = seconds;  // host calls complete before returning: CPU time is the time
     run_.group.allreduce(self, &seconds, 1, static_cast<Combine>(o_.average));
     double algBw = 0, busBw = 0;
@@ -215,6 +228,7 @@ class TestCase {
   int opIndex_;
   CollCall call_;
   std::size_t sendBytes_ = 0;
+  char algorithm_[32] = "?";
   std::size_t recvBytes_ = 0;
   std::vector<char*> send_;
   std::vector<char*> recv_;

@@ -35,6 +35,7 @@ void printUsage(const char* programName) {
       "[-G,--cudagraph <num graph launches>] (ignored: host buffers) \n\t"
       "[-C,--report_cputime <0/1>] \n\t"
       "[-S,--report_timestamps <0/1> report timestamps (default 0)] \n\t"
+      "[-A,--report_algorithm <0/1> report the algorithm each size ran with (default 0)] \n\t"
       "[-J,--output_file <file> write output to filepath, if accessible. Infer type from suffix "
       "(only json supported presently.)] \n\t"
       "[-a,--average <0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>] \n\t"
@@ -102,6 +103,7 @@ int parsePerfOptions(int argc, char** argv, const char* programName, PerfOptions
                                         {"cudagraph", required_argument, nullptr, 'G'},
                                         {"report_cputime", required_argument, nullptr, 'C'},
                                         {"report_timestamps", required_argument, nullptr, 'S'},
+                                        {"report_algorithm", required_argument, nullptr, 'A'},
                                         {"output_file", required_argument, nullptr, 'J'},
                                         {"average", required_argument, nullptr, 'a'},
                                         {"local_register", required_argument, nullptr, 'R'},
@@ -117,9 +119,9 @@ int parsePerfOptions(int argc, char** argv, const char* programName, PerfOptions
   PerfOptions& o = *options;
   int longIndex = 0;
   for (;;) {
-    int c = getopt_long(
-        argc, argv, "t:g:b:e:i:f:n:m:w:N:p:I:K:c:o:d:r:z:y:T:hG:C:a:R:x:D:V:J:S:M:u:", kLongOptions,
-        &longIndex);
+    int c =
+        getopt_long(argc, argv, "t:g:b:e:i:f:n:m:w:N:p:I:K:c:o:d:r:z:y:T:hG:C:a:R:x:D:V:J:S:M:u:A:",
+                    kLongOptions, &longIndex);
     if (c == -1) break;
     double parsed = 0;
     switch (c) {
@@ -203,6 +205,9 @@ int parsePerfOptions(int argc, char** argv, const char* programName, PerfOptions
         break;
       case 'S':
         o.reportTimestamps = toInt(optarg);
+        break;
+      case 'A':
+        o.reportAlgorithm = toInt(optarg);
         break;
       case 'J':
         o.outputFile = optarg;

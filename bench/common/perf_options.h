@@ -29,6 +29,7 @@ struct PerfOptions {
   int cudaGraphLaunches = 0;                ///< -G: accepted and ignored (host buffers)
   int reportCpuTime = 0;                    ///< -C
   int reportTimestamps = 0;                 ///< -S
+  int reportAlgorithm = 0;                  ///< -A: a last column with the algorithm run
   std::string outputFile;                   ///< -J: JSON results file
   int average = 1;                          ///< -a: 0 rank 0, 1 avg, 2 min, 3 max
   int localRegister = 0;                    ///< -R: 1 ncclCommRegister, 2 symmetric window

@@ -296,6 +296,7 @@ void Report::writeTableHeader() {
           "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
           tsPad, tsFormat);
   }
+  if (options_.reportAlgorithm) print("# (the last column: the algorithm each size ran with)\n");
   if (json_) {
     json_->key("results");
     json_->beginArray();
@@ -408,9 +409,14 @@ void Report::writePerIteration(const IterationStats& stats, const std::vector<do
   json_->endObject();
 }
 
-void Report::writeLineEnd(int iterations) {
+void Report::writeLineEnd(int iterations, const char* algorithm) {
+  if (options_.reportAlgorithm) print("  %-12s", algorithm ? algorithm : "?");
   print("\n");
   if (!json_) return;
+  if (options_.reportAlgorithm) {
+    json_->key("algorithm");
+    json_->string(algorithm ? algorithm : "");
+  }
   json_->key("actual_iterations");
   json_->number(std::int64_t{iterations});
   json_->key("experiment_name");

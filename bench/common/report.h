@@ -49,7 +49,8 @@ class Report {
   void writeLineNotRun(bool outOfPlace);
   void writePerIteration(const IterationStats& stats, const std::vector<double>& iterSeconds,
                          const std::vector<double>& perProcessRows, int nProcs, bool outOfPlace);
-  void writeLineEnd(int iterations);
+  /// Ends a size's line; with -A, `algorithm` (the one that size ran with) is its last column.
+  void writeLineEnd(int iterations, const char* algorithm = nullptr);
 
   void writeFooter(int errors, double avgBusBw, double minBusBwCheck);
   void writeMemoryReport(std::int64_t initBytes, std::int64_t bufferBytes,

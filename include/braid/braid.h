@@ -45,7 +45,8 @@ ncclResult_t braidStreamLaunchHostFunc(braidStream_t stream, int (*fn)(void* arg
  * (default 300); a timed-out call returns ncclRemoteError (NCCL has no timeout code), its
  * ncclGetLastError text names the peer the rank waited for and the sequence numbers it knows,
  * and the communicator is marked failed: from then on every call on it returns the same error
- * except ncclCommAbort, ncclCommDestroy and the queries (ncclCommGetAsyncError, Count, UserRank). */
+ * except ncclCommAbort, ncclCommDestroy and the queries (ncclCommGetAsyncError, Count, UserRank).
+ */
 
 /// Overrides BRAID_TIMEOUT_S for the later operations of `comm` (collectives, point-to-point,
 /// barriers). `seconds` must be finite and >= 0; 0 means no deadline. Call it between operations,
@@ -58,6 +59,14 @@ ncclResult_t braidCommGetTimeout(ncclComm_t comm, double* seconds);
 /// sequence number heard from each peer) to the log (NCCL_DEBUG_FILE or stderr), whatever the
 /// NCCL_DEBUG level. Safe to call while another thread is blocked in a call on `comm`.
 ncclResult_t braidCommDumpFlightRecorder(ncclComm_t comm);
+
+/* Tuning (docs/performance.md, "Tuner"). */
+
+/// Copies the name of the algorithm `comm`'s last collective ran with ("Ring", "Tree", ...;
+/// "" before the first) into `name`, truncated to `nameBytes` - 1 characters and terminated.
+/// For a collective queued on a stream or a non-blocking communicator, the name is set when it
+/// starts to run.
+ncclResult_t braidCommLastAlgorithm(ncclComm_t comm, char* name, size_t nameBytes);
 
 #ifdef __cplusplus
 }  // extern "C"

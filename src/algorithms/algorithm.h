@@ -35,9 +35,9 @@ class Algorithm {
   virtual ncclResult_t run(const CollArgs& args, ncclComm& comm) const = 0;
 };
 
-/// The algorithm runCollective would run `args` with (NCCL_ALGO first, else the size/rank
-/// rule); nullptr when NCCL_ALGO leaves none. `skip` (if set) is never chosen: an algorithm
-/// that hands a call over to the others.
+/// The algorithm runCollective would run `args` with (NCCL_ALGO filters, the cost model ranks
+/// what is left); nullptr when NCCL_ALGO leaves none. `skip` (if set) is never chosen: an
+/// algorithm that hands a call over to the others.
 const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args,
                                  const Algorithm* skip = nullptr);
 /// Picks the algorithm for `args` (chooseAlgorithm) and runs it.

@@ -15,21 +15,54 @@
 namespace braid {
 namespace {
 
-LinkCosts defaults() {
-  LinkCosts c;
-  // 2-core VM, docs/measurements.md: 8 B allreduce 1.3 us over 2 ring steps at 2 ranks (shm),
-  // 55 us over TCP loopback; busbw 4.6 GB/s shm and 1.3 GB/s TCP at 1-4 MiB; reduction at
-  // STREAM-add speed, about 15 GB/s.
-  c.local = {0.5, 6.0, 15.0};
-  c.shm = {0.7, 5.0, 15.0};
-  c.tcp = {25.0, 1.3, 15.0};
-  return c;
-}
+// Per-algorithm corrections of the textbook counts, fitted to the *_perf sweeps with NCCL_ALGO
+// forced (docs/performance.md, "Tuner"): steps = c0 + c1 (n-1) + c2 log2(n) latencies, and the
+// byte terms times bytesFactor, how far an algorithm's data path falls short of the ring's
+// pipelined one (scratch copies, slot handoffs that wait on every peer; on TCP, peers' sockets
+// that run in parallel narrow the gap).
+struct Shape {
+  CollType coll;
+  const char* name;
+  double c0, c1, c2, bytesFactor;
+  double bytesFactorPerPeer = 0;  ///< added per peer (n-1): parallel sockets help more peers
+};
+using C = CollType;
+// Shared memory and same-process FIFOs: memory bandwidth is the limit.
+constexpr Shape kMemoryShapes[] = {{C::kAllReduce, "Ring", 0, 2, 0, 1.0},
+                                   {C::kAllReduce, "Direct", 1, 0.5, 0, 1.23},
+                                   {C::kAllReduce, "Tree", 2, 0, 2, 1.35},
+                                   {C::kAllReduce, "TwoShot", 3, 1.25, 0, 1.4},
+                                   {C::kAllReduce, "Rabenseifner", 3, 1, 2, 2.5}};
+// TCP: the sockets are the limit.
+constexpr Shape kTcpShapes[] = {{C::kAllReduce, "Ring", 0, 2, 0, 1.0},
+                                {C::kAllReduce, "Direct", 1, 0.5, 0, 1.0},
+                                {C::kAllReduce, "Tree", 1, 0, 2, 1.0},
+                                {C::kAllReduce, "TwoShot", 2, 0.5, 0, 1.25, -0.1},
+                                {C::kAllReduce, "Rabenseifner", 1.5, 0, 2, 1.4}};
+// The other collectives, on every transport (docs/design.md, "Selection"): Bruck's log2(n) steps
+// move its blocks twice through scratch, and its reduce-scatter measured behind the ring even
+// at 4 KiB.
+constexpr Shape kOtherShapes[] = {
+    {C::kBroadcast, "Ring", 0, 1, 0, 1.0},     {C::kBroadcast, "Tree", 0, 0, 1, 1.0},
+    {C::kReduce, "Ring", 0, 1, 0, 1.0},        {C::kAllGather, "Ring", 0, 1, 0, 1.0},
+    {C::kAllGather, "Bruck", 0, 0, 1, 2.0},    {C::kReduceScatter, "Ring", 0, 1, 0, 1.0},
+    {C::kReduceScatter, "Bruck", 4, 0, 1, 2.0}};
 
 int ceilLog2(int n) {
   int k = 0;
   while ((1 << k) < n) k++;
   return k;
+}
+
+Shape shapeOf(LinkClass link, CollType coll, const char* algorithm) {
+  auto find = [&](const auto& table) -> const Shape* {
+    for (const Shape& s : table)
+      if (s.coll == coll && strcasecmp(s.name, algorithm) == 0) return &s;
+    return nullptr;
+  };
+  const Shape* s = find(kOtherShapes);
+  if (!s) s = find(link == LinkClass::kTcp ? kTcpShapes : kMemoryShapes);
+  return s ? *s : Shape{coll, algorithm, 0, 1, 0, 1.0};  // unknown: ring-like
 }
 
 }  // namespace
@@ -76,77 +109,85 @@ bool parseLinkCosts(const std::string& text, LinkCosts* costs, std::string* erro
   return true;
 }
 
-const LinkCosts& linkCosts() {
-  static const LinkCosts costs = [] {
-    LinkCosts c = defaults();
-    const char* path = getenv("BRAID_TUNER_FILE");
-    if (!path || !*path) return c;
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    LinkCosts fromFile = c;
-    std::string error;
-    if (!in)
-      BRAID_WARN("BRAID_TUNER_FILE=%s cannot be read; using the built-in costs", path);
-    else if (!parseLinkCosts(text.str(), &fromFile, &error))
-      BRAID_WARN("BRAID_TUNER_FILE=%s: %s; using the built-in costs", path, error.c_str());
-    else
-      c = fromFile;
-    return c;
-  }();
-  return costs;
+LinkCosts defaultLinkCosts() {
+  LinkCosts c;
+  // 2-core VM, all_reduce_perf with NCCL_ALGO forced (docs/performance.md, "Tuner"): 8 B ring
+  // allreduce 3.3 us over 2 steps at 2 ranks on shm, 110 us over TCP loopback; 16 MiB at 3.8 GB/s
+  // (shm) and 1.1 GB/s (TCP) per direction; reduction at STREAM-add speed, about 15 GB/s.
+  c.local = {1.2, 4.5, 15.0};
+  c.shm = {1.6, 3.8, 15.0};
+  c.tcp = {55.0, 1.1, 15.0};
+  return c;
 }
 
-LinkCost linkCostFor(const ncclComm& comm) {
-  const LinkCosts& all = linkCosts();
-  LinkCost cost = all.local;
-  int localRanks = 1;
-  for (size_t p = 0; p < comm.sendTo.size(); p++) {
-    if (!comm.sendTo[p]) continue;
-    const char* t = comm.sendTo[p]->transportName();
-    if (strcmp(t, "tcp") == 0)
-      cost = all.tcp;
-    else if (strcmp(t, "shm") == 0 && cost.alphaUs < all.shm.alphaUs)
-      cost = all.shm;
-    if (strcmp(t, "tcp") != 0) localRanks++;
+std::string formatLinkCosts(const LinkCosts& costs) {
+  std::string text;
+  const std::pair<const char*, const LinkCost*> rows[] = {
+      {"local", &costs.local}, {"shm", &costs.shm}, {"tcp", &costs.tcp}};
+  for (auto [name, c] : rows) {
+    char line[160];
+    snprintf(line, sizeof(line), "%s alpha_us=%.4g gbps=%.4g reduce_gbps=%.4g\n", name, c->alphaUs,
+             c->gbps, c->reduceGbps);
+    text += line;
   }
-  const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-  if (localRanks > cores) cost.alphaUs *= static_cast<double>(localRanks) / cores;
-  return cost;
+  return text;
+}
+
+const char* linkClassName(LinkClass c) {
+  return c == LinkClass::kLocal ? "local" : c == LinkClass::kShm ? "shm" : "tcp";
+}
+
+double estimateCollectiveUs(const CommCostModel& model, int n, const CollArgs& args,
+                            const char* algorithm) {
+  const LinkCost& c = model.cost;
+  const double S = static_cast<double>(args.count) * args.elemSize;  // bytes per rank's buffer
+  // Ranks beyond the cores take turns: every step and every byte waits for a core.
+  const double slow = std::max(1.0, model.oversubscribe);
+  const double beta = slow * 1e-3 / c.gbps, gamma = slow * 1e-3 / c.reduceGbps;  // us per byte
+  const double a = slow * c.alphaUs, part = (n - 1.0) / n, lg = ceilLog2(n);
+  auto is = [algorithm](const char* name) { return strcasecmp(algorithm, name) == 0; };
+  if (n == 1 || is("Self")) return args.sendbuff == args.recvbuff ? 0 : S * beta;
+  const Shape shape = shapeOf(model.link, args.coll, algorithm);
+  // A binary tree of n ranks is floor(log2 n) deep: the broadcast tree's depth.
+  const double depth = std::floor(std::log2(n));
+  const double steps =
+      shape.c0 + shape.c1 * (n - 1) + shape.c2 * (args.coll == CollType::kBroadcast ? depth : lg);
+  double bytes = 0;
+  switch (args.coll) {
+    case CollType::kAllReduce:
+      bytes = 2 * part * S * beta + part * S * gamma;  // Ring, TwoShot, Rabenseifner
+      if (is("Direct")) bytes = (n - 1) * S * (beta + gamma);
+      if (is("Tree")) bytes = 2 * S * beta + S * gamma;
+      break;
+    case CollType::kBroadcast:
+      // The tree's parents send each slot twice; the ring's first slot crosses n-2 more hops
+      // before the pipeline fills.
+      bytes = is("Tree") ? 2 * S * beta : S * beta + (n - 2) * std::min(S, model.slotBytes) * beta;
+      break;
+    case CollType::kReduce:
+      bytes = S * (beta + gamma);
+      break;
+    case CollType::kAllGather:  // count is per rank: the gathered buffer is n times it
+      bytes = (n - 1) * S * beta;
+      break;
+    case CollType::kReduceScatter:  // count is per rank: each rank's input is n times it
+      bytes = (n - 1) * S * (beta + gamma);
+      break;
+  }
+  // Kept at 0.9 or more: fitted on 2-4 ranks, not to be extrapolated below the ring's cost.
+  const double factor = std::max(0.9, shape.bytesFactor + shape.bytesFactorPerPeer * (n - 1));
+  return steps * a + factor * bytes;
 }
 
 double estimateCollectiveUs(const ncclComm& comm, const CollArgs& args, const char* algorithm) {
-  const LinkCost c = linkCostFor(comm);
-  const int n = comm.nranks;
-  const double S = static_cast<double>(args.count) * args.elemSize;  // bytes per rank's buffer
-  const double beta = 1e-3 / c.gbps, gamma = 1e-3 / c.reduceGbps;    // us per byte
-  const double a = c.alphaUs, part = (n - 1.0) / n, lg = ceilLog2(n);
-  auto is = [algorithm](const char* name) { return strcasecmp(algorithm, name) == 0; };
-  if (n == 1 || is("Self")) return args.sendbuff == args.recvbuff ? 0 : S * beta;
-  switch (args.coll) {
-    case CollType::kAllReduce:
-      if (is("Direct")) return a + (n - 1) * S * (beta + gamma);
-      if (is("TwoShot")) return 2 * a + 2 * part * S * beta + part * S * gamma;
-      if (is("Tree")) return 2 * lg * a + 2 * S * beta + S * gamma;
-      if (is("Rabenseifner")) return 2 * lg * a + 2 * part * S * beta + part * S * gamma;
-      return 2 * (n - 1) * a + 2 * part * S * beta + part * S * gamma;  // Ring
-    case CollType::kBroadcast:
-      if (is("Tree")) return lg * a + 2 * S * beta;
-      return (n - 1) * a + S * beta;
-    case CollType::kReduce:
-      return (n - 1) * a + S * (beta + gamma);
-    case CollType::kAllGather:  // count is per rank: the gathered buffer is n times it
-      return (is("Bruck") ? lg : n - 1.0) * a + (n - 1) * S * beta;
-    case CollType::kReduceScatter:  // count is per rank: each rank's input is n times it
-      return (is("Bruck") ? lg : n - 1.0) * a + (n - 1) * S * (beta + gamma);
-  }
-  return 0;
+  return estimateCollectiveUs(comm.costModel, comm.nranks, args, algorithm);
 }
 
 double estimateP2pUs(const ncclComm& comm, size_t transfers, size_t bytes) {
-  const LinkCost c = linkCostFor(comm);
-  return static_cast<double>(transfers > 0) * c.alphaUs +
-         static_cast<double>(bytes) * 1e-3 / c.gbps;
+  const CommCostModel& m = comm.costModel;
+  const double slow = std::max(1.0, m.oversubscribe);
+  return slow * (static_cast<double>(transfers > 0) * m.cost.alphaUs +
+                 static_cast<double>(bytes) * 1e-3 / m.cost.gbps);
 }
 
 }  // namespace braid

@@ -1,8 +1,8 @@
 // The alpha-beta cost model: an operation's time as latency per step (alpha), time per byte moved
 // between ranks (beta) and per byte reduced (gamma), with each algorithm's step and byte counts
-// (docs/performance.md). It answers ncclGroupSimulateEnd. The constants are per transport: the
-// defaults below were measured on the reference machine (docs/measurements.md); a file named by
-// BRAID_TUNER_FILE replaces them with a host's own figures.
+// and a per-algorithm, per-transport correction fitted to measurement (docs/performance.md,
+// "Tuner"). It ranks the algorithms of every collective (select.cc) and answers
+// ncclGroupSimulateEnd. The constants are per transport; where they come from: tuner_source.h.
 #pragma once
 
 #include <string>
@@ -18,22 +18,36 @@ struct LinkCost {
   double reduceGbps = 1;  ///< bytes reduced, GB/s
 };
 
-/// The constants of the three transports, from BRAID_TUNER_FILE if set, else the defaults.
-/// File format, one line per transport (others keep their defaults; '#' starts a comment):
+/// The constants of the three transports. File format (BRAID_TUNER_FILE and the per-host cache),
+/// one line per transport (others keep their values; '#' starts a comment):
 ///   shm alpha_us=1.5 gbps=6 reduce_gbps=12
 struct LinkCosts {
   LinkCost local, shm, tcp;
 };
-const LinkCosts& linkCosts();
+/// The built-in constants (the reference machine, docs/measurements.md).
+LinkCosts defaultLinkCosts();
 /// Parses a tuner file's text into `costs`; false with `error` naming the line if malformed.
 bool parseLinkCosts(const std::string& text, LinkCosts* costs, std::string* error);
+/// The text parseLinkCosts reads back into the same constants.
+std::string formatLinkCosts(const LinkCosts& costs);
 
-/// The constants for `comm`: its slowest transport (TCP if any peer is reached over TCP, then
-/// shared memory, then same-process), with alpha scaled by how far its local ranks outnumber the
-/// cores (a step waits for a peer that must first be scheduled).
-LinkCost linkCostFor(const ncclComm& comm);
+/// Which transport class a communicator's slowest connection uses.
+enum class LinkClass { kLocal, kShm, kTcp };
+const char* linkClassName(LinkClass c);
 
-/// Estimated time of `args` run by `algorithm` on `comm`, in microseconds.
+/// What the model needs to know about a communicator; the same on every rank of it (commInit
+/// builds it from rank 0's constants and the allgathered peer table).
+struct CommCostModel {
+  LinkClass link = LinkClass::kShm;
+  LinkCost cost;                  ///< that transport's constants
+  double oversubscribe = 1;       ///< ranks on the busiest host per core (>= 1)
+  double slotBytes = 512 * 1024;  ///< FIFO slot size (BRAID_SLOT_BYTES): the pipelining unit
+};
+
+/// Estimated time of `args` run by `algorithm` on `nranks` ranks, in microseconds.
+double estimateCollectiveUs(const CommCostModel& model, int nranks, const CollArgs& args,
+                            const char* algorithm);
+/// The same for `comm` (its CommCostModel).
 double estimateCollectiveUs(const ncclComm& comm, const CollArgs& args, const char* algorithm);
 /// Estimated time of a batch of point-to-point transfers of `bytes` in all, over `transfers`
 /// transfers, in microseconds.

@@ -18,7 +18,7 @@ const char* collName(CollType c) {
   return "?";
 }
 
-// Default preference order per collective; the selector may reorder by size and rank count.
+// The algorithms per collective; the selector ranks them by the cost model (ties: this order).
 const std::vector<const Algorithm*>& algorithmsFor(CollType coll) {
   static const std::vector<const Algorithm*> allReduce = {
       selfCollective(),   ringAllReduce(),         treeAllReduce(),    directAllReduce(),

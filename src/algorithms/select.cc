@@ -1,14 +1,19 @@
-// Algorithm choice per call. NCCL_ALGO forces (a list such as "Tree", "ring,tree", "^tree", or
-// the per-collective form "allreduce:tree;broadcast:ring"); otherwise a rule on size and rank
-// count: Direct (one hop) up to 16 KiB, the tree (log n hops) up to 64 KiB at 3+ ranks, the ring
-// (bandwidth-optimal) above. An algorithm that does not support a call hands over to the next.
+// Algorithm choice per call. NCCL_ALGO filters (a list such as "Tree", "ring,tree", "^tree", or
+// the per-collective form "allreduce:tree;broadcast:ring"); among the algorithms it leaves that
+// support the call, Self (one rank) and the always-preferred ones come first, then the cost model
+// (cost_model.h) ranks the rest and the cheapest runs. The model's inputs are the same on every
+// rank of a communicator (commInit), so every rank makes the same choice.
 #include <strings.h>
 
-#include <sstream>
+#include <algorithm>
+#include <array>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/cost_model.h"
 #include "algorithms/mismatch_watch.h"
 #include "core/comm.h"
 #include "util/log.h"
@@ -17,35 +22,88 @@
 namespace braid {
 namespace {
 
-constexpr size_t kTreeMaxBytes = 64 * 1024;
-// One hop instead of 2(n-1) or 2 log2(n), for n-1 sends of the whole message per rank.
-constexpr size_t kDirectMaxBytes = 16 * 1024;
+// Chosen whenever they support the call (and NCCL_ALGO allows them), before any ranking: Self
+// for one rank, then algorithms that beat every other one where they apply at all.
+constexpr const char* kAlwaysPreferred[] = {"Self", "ZeroCopy"};
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(tolower(c));
-  return s;
+bool equalNoCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
 
-// The algorithm list NCCL_ALGO gives for this collective ("" = no constraint).
-std::string algoSpecFor(const std::string& env, CollType coll) {
-  if (env.find(':') == std::string::npos) return lower(env);
-  std::stringstream ss(env);
-  for (std::string part; std::getline(ss, part, ';');) {
+// The algorithm list NCCL_ALGO gives for this collective ("" = no constraint). Parsed on every
+// call without streams or allocations: a stringstream costs about a
+// microsecond, which small collectives notice.
+std::string_view algoSpecFor(std::string_view env, CollType coll) {
+  if (env.find(':') == std::string_view::npos) return env;
+  while (!env.empty()) {
+    size_t end = std::min(env.find(';'), env.size());
+    std::string_view part = env.substr(0, end);
+    env.remove_prefix(std::min(end + 1, env.size()));
     size_t colon = part.find(':');
-    if (colon == std::string::npos) continue;
-    if (lower(part.substr(0, colon)) == lower(collName(coll))) return lower(part.substr(colon + 1));
+    if (colon != std::string_view::npos && equalNoCase(part.substr(0, colon), collName(coll)))
+      return part.substr(colon + 1);
   }
-  return "";
+  return {};
 }
 
-bool allowedBySpec(const std::string& spec, const char* name) {
+bool allowedBySpec(std::string_view spec, const char* name) {
   if (spec.empty()) return true;
   bool exclude = spec[0] == '^';
-  std::stringstream ss(exclude ? spec.substr(1) : spec);
+  if (exclude) spec.remove_prefix(1);
   bool listed = false;
-  for (std::string tok; std::getline(ss, tok, ',');)
-    if (lower(tok) == lower(name)) listed = true;
+  for (;;) {
+    size_t end = std::min(spec.find(','), spec.size());
+    if (equalNoCase(spec.substr(0, end), name)) listed = true;
+    if (end == spec.size()) break;
+    spec.remove_prefix(end + 1);
+  }
   return exclude ? !listed : listed;
+}
+
+bool sameModel(const CommCostModel& a, const CommCostModel& b) {
+  return a.link == b.link && a.cost.alphaUs == b.cost.alphaUs && a.cost.gbps == b.cost.gbps &&
+         a.cost.reduceGbps == b.cost.reduceGbps && a.oversubscribe == b.oversubscribe &&
+         a.slotBytes == b.slotBytes;
+}
+
+// A collective's algorithms in the model's order (cheapest first; ties in registry order) for
+// one message size. Remembered per thread: the estimates of every candidate cost a few
+// microseconds on a small host, which small collectives would notice. The key is everything the
+// estimates read, so an entry can never be stale.
+struct Ranking {
+  CommCostModel model;
+  int nranks = 0;
+  CollType coll = CollType::kAllReduce;
+  size_t bytes = 0;
+  bool valid = false;
+  std::vector<const Algorithm*> order;
+};
+
+const std::vector<const Algorithm*>& rankingFor(const ncclComm& comm, const CollArgs& args) {
+  thread_local std::array<Ranking, 64> memo;
+  const size_t bytes = args.count * args.elemSize;
+  Ranking& r = memo[(bytes ^ (bytes >> 9) ^ (static_cast<size_t>(args.coll) * 7919)) % memo.size()];
+  if (r.valid && r.nranks == comm.nranks && r.coll == args.coll && r.bytes == bytes &&
+      sameModel(r.model, comm.costModel))
+    return r.order;
+  CollArgs sized;  // the estimates read the collective and the size only
+  sized.coll = args.coll;
+  sized.count = args.count;
+  sized.elemSize = args.elemSize;
+  const auto& algos = algorithmsFor(args.coll);
+  std::vector<std::pair<double, const Algorithm*>> costs;
+  for (const Algorithm* a : algos)
+    costs.push_back({estimateCollectiveUs(comm, sized, a->name()), a});
+  std::stable_sort(costs.begin(), costs.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  r.order.clear();
+  for (const auto& [us, a] : costs) r.order.push_back(a);
+  r.model = comm.costModel;
+  r.nranks = comm.nranks;
+  r.coll = args.coll;
+  r.bytes = bytes;
+  r.valid = true;
+  return r.order;
 }
 
 }  // namespace
@@ -53,26 +111,17 @@ bool allowedBySpec(const std::string& spec, const char* name) {
 const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args,
                                  const Algorithm* skip) {
   const auto& algos = algorithmsFor(args.coll);
-  std::string spec = algoSpecFor(comm.config.algo, args.coll);
-  const Algorithm* chosen = nullptr;
-  size_t bytes = args.count * args.elemSize;
-  // The rule's choices in order (Self always first), then everything else in registry order.
-  // ZeroCopy supports only large messages on one host and hands over to the others itself when
-  // some rank's buffers are not registered.
-  std::vector<const char*> preferred = {"Self", "ZeroCopy"};
-  if (bytes <= kDirectMaxBytes) preferred.push_back("Direct");
-  if (comm.nranks > 2 && bytes <= kTreeMaxBytes) preferred.push_back("Tree");
-  preferred.push_back("Ring");
+  std::string_view spec = algoSpecFor(comm.config.algo, args.coll);
   auto usable = [&](const Algorithm* a) {
     bool self = strcasecmp(a->name(), "Self") == 0;
     return a != skip && (self || allowedBySpec(spec, a->name())) && a->supports(args, comm);
   };
-  for (const char* name : preferred)
+  for (const char* name : kAlwaysPreferred)
     for (const Algorithm* a : algos)
-      if (!chosen && strcasecmp(a->name(), name) == 0 && usable(a)) chosen = a;
-  for (const Algorithm* a : algos)
-    if (!chosen && usable(a)) chosen = a;
-  return chosen;
+      if (strcasecmp(a->name(), name) == 0 && usable(a)) return a;
+  for (const Algorithm* a : rankingFor(comm, args))
+    if (usable(a)) return a;
+  return nullptr;
 }
 
 ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
@@ -91,6 +140,7 @@ ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
   if (!chosen)
     return fail(ncclInvalidUsage, "NCCL_ALGO=%s leaves no algorithm for %s on %d ranks",
                 comm.config.algo.c_str(), collName(args.coll), comm.nranks);
+  comm.lastAlgorithm.store(chosen->name(), std::memory_order_relaxed);
   BRAID_INFO(kSubsysColl,
              "%s: opCount %llu sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p "
              "[nranks=%d] algorithm %s",

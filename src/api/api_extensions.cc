@@ -4,6 +4,8 @@
 #include "core/host_stream.h"
 #include "core/unique_id.h"
 
+#include <cstdio>
+
 using namespace braid;
 
 extern "C" BRAID_EXPORT ncclResult_t braidBarrier(ncclComm_t comm) {
@@ -78,6 +80,18 @@ extern "C" BRAID_EXPORT ncclResult_t braidStreamLaunchHostFunc(braidStream_t str
                     rc);
       return ncclSuccess;
     });
+    return ncclSuccess;
+  });
+}
+
+extern "C" BRAID_EXPORT ncclResult_t braidCommLastAlgorithm(ncclComm_t comm, char* name,
+                                                            size_t nameBytes) {
+  return apiGuard("braidCommLastAlgorithm", [&] {
+    BRAID_TRY(checkComm(comm, false));
+    if (!name) return fail(ncclInvalidArgument, "name is NULL");
+    if (nameBytes == 0) return fail(ncclInvalidArgument, "nameBytes=0 leaves no room for the name");
+    const char* last = comm->lastAlgorithm.load(std::memory_order_relaxed);
+    snprintf(name, nameBytes, "%s", last ? last : "");
     return ncclSuccess;
   });
 }

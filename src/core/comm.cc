@@ -7,6 +7,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "algorithms/tuner_source.h"
 #include "core/host_identity.h"
 #include "core/unique_id.h"
 #include "patterns/tree.h"
@@ -137,16 +138,21 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   comm->policy.spinIters = 2000;
 
   PeerInfo me = localPeerInfo(rank);
+  // Rank 0's tuner constants ride along: every rank must rank the algorithms alike.
+  TunerWire tuner;
+  if (rank == 0) tuner = tunerWireFor(hostLinkCosts().costs, onlineCores());
   std::string info(reinterpret_cast<const char*>(&me), sizeof(me));
+  info.append(reinterpret_cast<const char*>(&tuner), sizeof(tuner));
   std::vector<std::string> infos;
   BRAID_TRY(Bootstrap::join(id, rank, nranks, info, comm->policy, &comm->bootstrap, &infos));
   comm->peers.resize(nranks);
   for (int r = 0; r < nranks; r++) {
-    if (infos[r].size() != sizeof(PeerInfo))
+    if (infos[r].size() != sizeof(PeerInfo) + sizeof(TunerWire))
       return fail(ncclInvalidUsage, "rank %d runs an incompatible Braid (peer info size %zu)", r,
                   infos[r].size());
     memcpy(&comm->peers[r], infos[r].data(), sizeof(PeerInfo));
   }
+  memcpy(&tuner, infos[0].data() + sizeof(PeerInfo), sizeof(tuner));
   comm->policy.spinIters = chooseSpin(comm->config, comm->peers, rank);
 
   UniqueIdFields f;
@@ -172,6 +178,14 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
     if (Transport* t = chooseTransport(ctx, peer); t && std::string(t->name()) == "tcp")
       needTcp = true;
   if (needTcp) BRAID_TRY(findInterfaceAddress(&ctx.tcpAddress, nullptr));
+  comm->costModel = commCostModel(tuner, comm->peers, ctx.allowed);
+  comm->costModel.slotBytes = static_cast<double>(comm->config.slotBytes);
+  BRAID_INFO(kSubsysTune,
+             "comm %p rank %d tuner: %s alpha %.3g us, %.3g GB/s, reduce %.3g GB/s, "
+             "%.2f ranks per core",
+             static_cast<void*>(comm), rank, linkClassName(comm->costModel.link),
+             comm->costModel.cost.alphaUs, comm->costModel.cost.gbps,
+             comm->costModel.cost.reduceGbps, comm->costModel.oversubscribe);
   BRAID_TRY(connectPeers(comm, ctx));
   // Proxy threads move TCP data: a rank spinning on a core they need only delays them.
   for (auto& c : comm->sendTo)

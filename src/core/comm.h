@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/cost_model.h"
 #include "core/bootstrap.h"
 #include "core/config.h"
 #include "core/flight_recorder.h"
@@ -75,6 +76,8 @@ struct ncclComm {
   braid::RegistrationTable registrations;  ///< ncclCommRegister / ncclCommWindowRegister
   uint64_t zeroCopyRuns = 0;  ///< collectives that read registered peer buffers in place (tests)
   braid::Worker worker;       ///< runs this communicator's share of a multi-communicator group
+  braid::CommCostModel costModel;  ///< the tuner's constants, the same on every rank (commInit)
+  std::atomic<const char*> lastAlgorithm{nullptr};  ///< what the last collective ran with
 };
 
 namespace braid {

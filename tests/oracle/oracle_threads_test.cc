@@ -30,7 +30,9 @@ std::vector<GridPoint> smallGrid() {
 
 INSTANTIATE_TEST_SUITE_P(Oracle, ThreadsSmall, ::testing::ValuesIn(smallGrid()), gridName);
 
-// Window registration is collective (a bootstrap exchange per buffer): a dtype/op subset.
+// Window registration is collective (a bootstrap exchange per buffer): a dtype/op subset. Over
+// the local transport: thread ranks over shm would map each FIFO twice in one process, which
+// hides the FIFO's ordering from ThreadSanitizer while the buffers are read at one address.
 class ThreadsWindows : public ::testing::TestWithParam<GridPoint> {};
 
 TEST_P(ThreadsWindows, SelectedDTypesAndOpsExact) {
@@ -40,7 +42,7 @@ TEST_P(ThreadsWindows, SelectedDTypesAndOpsExact) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Oracle, ThreadsWindows,
-                         ::testing::Values(GridPoint{"ZeroCopy", "shm", 3, Registration::kWindow}),
+                         ::testing::Values(GridPoint{"ZeroCopy", "local", 3, Registration::kWindow}),
                          gridName);
 
 class ThreadsManyChunks : public ::testing::TestWithParam<GridPoint> {};

@@ -1,0 +1,259 @@
+// The tuner: the model's ranking of the allreduce algorithms, the communicator-wide model built
+// from the peer table, and the per-host cache file.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "algorithms/cost_model.h"
+#include "algorithms/tuner_calibration.h"
+#include "algorithms/tuner_source.h"
+
+namespace braid {
+namespace {
+
+const char* kAllReduceAlgorithms[] = {"Ring", "Tree", "Direct", "TwoShot", "Rabenseifner"};
+
+// The algorithm chooseAlgorithm's ranking picks when every one of them supports the call.
+std::string cheapest(const CommCostModel& model, int nranks, size_t bytes) {
+  CollArgs args;
+  args.coll = CollType::kAllReduce;
+  args.count = bytes / 4;
+  args.elemSize = 4;
+  std::string best;
+  double bestUs = 0;
+  for (const char* name : kAllReduceAlgorithms) {
+    double us = estimateCollectiveUs(model, nranks, args, name);
+    EXPECT_GT(us, 0) << name << " at " << bytes << " B";
+    if (best.empty() || us < bestUs) best = name, bestUs = us;
+  }
+  return best;
+}
+
+CommCostModel modelFor(LinkClass link, double oversubscribe) {
+  LinkCosts d = defaultLinkCosts();
+  CommCostModel m;
+  m.link = link;
+  m.cost = link == LinkClass::kTcp ? d.tcp : link == LinkClass::kShm ? d.shm : d.local;
+  m.oversubscribe = oversubscribe;
+  return m;
+}
+
+TEST(TunerRanking, SharedMemoryTwoRanks) {
+  CommCostModel m = modelFor(LinkClass::kShm, 1);
+  EXPECT_EQ(cheapest(m, 2, 8), "Direct");
+  EXPECT_EQ(cheapest(m, 2, 4096), "Direct");
+  EXPECT_EQ(cheapest(m, 2, 64 << 10), "Ring");
+  EXPECT_EQ(cheapest(m, 2, 256 << 20), "Ring");
+}
+
+TEST(TunerRanking, SharedMemoryFourRanksOnTwoCores) {
+  CommCostModel m = modelFor(LinkClass::kShm, 2);
+  EXPECT_EQ(cheapest(m, 4, 8), "Direct");
+  EXPECT_EQ(cheapest(m, 4, 32 << 10), "Ring");
+  EXPECT_EQ(cheapest(m, 4, 16 << 20), "Ring");
+}
+
+TEST(TunerRanking, TcpFourRanks) {
+  CommCostModel m = modelFor(LinkClass::kTcp, 2);
+  EXPECT_EQ(cheapest(m, 4, 8), "Direct");
+  EXPECT_EQ(cheapest(m, 4, 32 << 10), "Direct");
+  EXPECT_EQ(cheapest(m, 4, 256 << 10), "TwoShot");
+  // With three peers TwoShot's parallel sockets beat the ring's single stream at any size; with
+  // one they do not.
+  EXPECT_EQ(cheapest(m, 4, 64 << 20), "TwoShot");
+  EXPECT_EQ(cheapest(modelFor(LinkClass::kTcp, 1), 2, 64 << 20), "Ring");
+}
+
+// The cheapest of `names` for collective `coll` with `count` elements of 4 bytes.
+std::string cheapestOf(const CommCostModel& m, int nranks, CollType coll, size_t count,
+                       std::vector<const char*> names) {
+  CollArgs args;
+  args.coll = coll;
+  args.count = count;
+  args.elemSize = 4;
+  std::string best;
+  double bestUs = 0;
+  for (const char* name : names) {
+    double us = estimateCollectiveUs(m, nranks, args, name);
+    if (best.empty() || us < bestUs) best = name, bestUs = us;
+  }
+  return best;
+}
+
+TEST(TunerRanking, OtherCollectives) {
+  CommCostModel m = modelFor(LinkClass::kShm, 2);
+  // Broadcast: the tree's fewer hops win until its double sends cost more than the ring's fill.
+  EXPECT_EQ(cheapestOf(m, 4, CollType::kBroadcast, 16 << 10, {"Ring", "Tree"}), "Tree");
+  EXPECT_EQ(cheapestOf(m, 4, CollType::kBroadcast, 64 << 20, {"Ring", "Tree"}), "Ring");
+  EXPECT_EQ(cheapestOf(m, 2, CollType::kBroadcast, 1024, {"Ring", "Tree"}), "Ring");  // a tie
+  // Bruck allgather: fewer steps for small blocks, twice the copies for large ones.
+  EXPECT_EQ(cheapestOf(m, 4, CollType::kAllGather, 16, {"Ring", "Bruck"}), "Bruck");
+  EXPECT_EQ(cheapestOf(m, 4, CollType::kAllGather, 1 << 20, {"Ring", "Bruck"}), "Ring");
+  // Bruck reduce-scatter measured behind the ring at every size.
+  EXPECT_EQ(cheapestOf(m, 4, CollType::kReduceScatter, 1, {"Ring", "Bruck"}), "Ring");
+  EXPECT_EQ(cheapestOf(m, 8, CollType::kReduceScatter, 1, {"Ring", "Bruck"}), "Ring");
+}
+
+TEST(TunerRanking, SlowerLinksMoveTheCrossoverUp) {
+  // Where Direct stops winning: ten times the latency pushes it out by about ten times.
+  CommCostModel fast = modelFor(LinkClass::kShm, 1), slow = fast;
+  slow.cost.alphaUs *= 10;
+  size_t fastEdge = 0, slowEdge = 0;
+  for (size_t bytes = 8; bytes <= (64u << 20); bytes *= 2) {
+    if (cheapest(fast, 2, bytes) == "Direct") fastEdge = bytes;
+    if (cheapest(slow, 2, bytes) == "Direct") slowEdge = bytes;
+  }
+  EXPECT_GE(fastEdge, 1024u);
+  EXPECT_GE(slowEdge, 4 * fastEdge);
+}
+
+TEST(TunerRanking, OneRankCostsOnlyTheCopy) {
+  CommCostModel m = modelFor(LinkClass::kShm, 1);
+  CollArgs args;
+  args.count = 1000;
+  args.elemSize = 4;
+  int buffer;
+  args.sendbuff = args.recvbuff = &buffer;
+  EXPECT_EQ(estimateCollectiveUs(m, 1, args, "Self"), 0);
+  args.recvbuff = nullptr;
+  EXPECT_GT(estimateCollectiveUs(m, 1, args, "Self"), 0);
+}
+
+PeerInfo peer(int rank, uint64_t host, uint64_t process) {
+  PeerInfo p;
+  p.rank = rank;
+  p.hostHash = host;
+  p.processHash = process;
+  return p;
+}
+
+TEST(TunerCommModel, SlowestTransportAndBusiestHost) {
+  TunerWire wire = tunerWireFor(defaultLinkCosts(), 2);
+  // Four processes on one host, two cores: shared memory, two ranks per core.
+  std::vector<PeerInfo> oneHost = {peer(0, 1, 10), peer(1, 1, 11), peer(2, 1, 12), peer(3, 1, 13)};
+  CommCostModel m = commCostModel(wire, oneHost, {});
+  EXPECT_EQ(m.link, LinkClass::kShm);
+  EXPECT_EQ(m.cost.alphaUs, defaultLinkCosts().shm.alphaUs);
+  EXPECT_EQ(m.oversubscribe, 2);
+  // The same with shared memory not allowed (NCCL_SHM_DISABLE=1): TCP.
+  EXPECT_EQ(commCostModel(wire, oneHost, {"local", "tcp"}).link, LinkClass::kTcp);
+  // Threads of one process: the local transport; one rank per core.
+  std::vector<PeerInfo> oneProcess = {peer(0, 1, 10), peer(1, 1, 10)};
+  m = commCostModel(wire, oneProcess, {});
+  EXPECT_EQ(m.link, LinkClass::kLocal);
+  EXPECT_EQ(m.oversubscribe, 1);
+  // Two hosts (rank 0 alone on its own): TCP, whichever rank looks; three ranks on host 2.
+  std::vector<PeerInfo> twoHosts = {peer(0, 1, 10), peer(1, 2, 20), peer(2, 2, 20), peer(3, 2, 21)};
+  m = commCostModel(wire, twoHosts, {});
+  EXPECT_EQ(m.link, LinkClass::kTcp);
+  EXPECT_EQ(m.oversubscribe, 1.5);
+}
+
+TEST(TunerCommModel, RankZerosConstantsWin) {
+  LinkCosts mine = defaultLinkCosts();
+  mine.shm = {9, 2, 3};
+  TunerWire wire = tunerWireFor(mine, 8);
+  CommCostModel m = commCostModel(wire, {peer(0, 1, 10), peer(1, 1, 11)}, {});
+  EXPECT_EQ(m.cost.alphaUs, 9);
+  EXPECT_EQ(m.cost.gbps, 2);
+  EXPECT_EQ(m.cost.reduceGbps, 3);
+  // A wire that is not rank 0's (all zero) leaves the built-in constants.
+  m = commCostModel(TunerWire{}, {peer(0, 1, 10), peer(1, 1, 11)}, {});
+  EXPECT_EQ(m.cost.alphaUs, defaultLinkCosts().shm.alphaUs);
+}
+
+std::string tempDir() {
+  char path[] = "/tmp/braid-tuner-XXXXXX";
+  EXPECT_NE(mkdtemp(path), nullptr);
+  return path;
+}
+
+TEST(TunerCache, WriteThenReadGivesTheSameConstants) {
+  LinkCosts costs;
+  costs.local = {0.5, 7.25, 14};
+  costs.shm = {1.75, 3.5, 12.5};
+  costs.tcp = {48, 0.875, 11};
+  // A folder that does not exist yet: the writer creates it.
+  const std::string path = tempDir() + "/nested/tuner-host.txt";
+  std::string error;
+  ASSERT_TRUE(writeLinkCostsFile(path, costs, &error)) << error;
+  LinkCosts back = defaultLinkCosts();
+  ASSERT_TRUE(readLinkCostsFile(path, &back, &error)) << error;
+  const LinkCost* want[] = {&costs.local, &costs.shm, &costs.tcp};
+  const LinkCost* got[] = {&back.local, &back.shm, &back.tcp};
+  for (int i = 0; i < 3; i++) {
+    EXPECT_EQ(got[i]->alphaUs, want[i]->alphaUs) << i;
+    EXPECT_EQ(got[i]->gbps, want[i]->gbps) << i;
+    EXPECT_EQ(got[i]->reduceGbps, want[i]->reduceGbps) << i;
+  }
+  // No temporary file is left beside it.
+  std::ifstream temp(path + ".tmp." + std::to_string(getpid()));
+  EXPECT_FALSE(temp.good());
+}
+
+TEST(TunerCache, MalformedOrMissingFileLeavesTheConstants) {
+  const std::string dir = tempDir();
+  const std::string path = dir + "/bad.txt";
+  std::ofstream(path) << "shm alpha_us=1.5\nshm gbps=fast\n";
+  LinkCosts costs = defaultLinkCosts();
+  std::string error;
+  EXPECT_FALSE(readLinkCostsFile(path, &costs, &error));
+  EXPECT_NE(error.find("line 2"), std::string::npos) << error;
+  EXPECT_EQ(costs.shm.alphaUs, defaultLinkCosts().shm.alphaUs);  // not half-applied
+  EXPECT_FALSE(readLinkCostsFile(dir + "/absent.txt", &costs, &error));
+  EXPECT_EQ(error, "cannot be read");
+  EXPECT_FALSE(writeLinkCostsFile("/proc/braid-no/tuner.txt", costs, &error));
+  EXPECT_NE(error.find("cannot"), std::string::npos) << error;
+}
+
+TEST(TunerCache, PathFollowsTheEnvironment) {
+  const char* saved[] = {getenv("BRAID_TUNER_CACHE"), getenv("XDG_CACHE_HOME"), getenv("HOME")};
+  std::string keep[3];
+  for (int i = 0; i < 3; i++) keep[i] = saved[i] ? saved[i] : "";
+  setenv("BRAID_TUNER_CACHE", "/x/y.txt", 1);
+  EXPECT_EQ(tunerCachePath(), "/x/y.txt");
+  unsetenv("BRAID_TUNER_CACHE");
+  setenv("XDG_CACHE_HOME", "/xdg", 1);
+  char host[64] = {};
+  gethostname(host, sizeof(host) - 1);
+  EXPECT_EQ(tunerCachePath(), std::string("/xdg/braid/tuner-") + host + ".txt");
+  unsetenv("XDG_CACHE_HOME");
+  setenv("HOME", "/home/u", 1);
+  EXPECT_EQ(tunerCachePath(), std::string("/home/u/.cache/braid/tuner-") + host + ".txt");
+  const char* names[] = {"BRAID_TUNER_CACHE", "XDG_CACHE_HOME", "HOME"};
+  for (int i = 0; i < 3; i++) {
+    if (saved[i])
+      setenv(names[i], keep[i].c_str(), 1);
+    else
+      unsetenv(names[i]);
+  }
+}
+
+TEST(TunerCalibration, MeasuresEveryFigureQuickly) {
+  auto start = std::chrono::steady_clock::now();
+  CalibrationFigures f = measureHost();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GT(f.copyGbps, 0.1);
+  EXPECT_GT(f.reduceGbps, 0.1);
+  EXPECT_GT(f.threadOneWayUs, 0);
+  EXPECT_GT(f.tcpOneWayUs, 0);
+  EXPECT_GT(f.tcpGbps, 0.01);
+  EXPECT_LT(ms, 500) << "the budget is under 100 ms on an idle host";
+  LinkCosts c = linkCostsFromFigures(f);
+  EXPECT_EQ(c.shm.reduceGbps, f.reduceGbps);
+  EXPECT_GT(c.tcp.alphaUs, 0);
+  // A figure that could not be measured keeps the built-in constant.
+  CalibrationFigures none;
+  LinkCosts d = linkCostsFromFigures(none);
+  EXPECT_EQ(d.tcp.alphaUs, defaultLinkCosts().tcp.alphaUs);
+  EXPECT_EQ(d.shm.gbps, defaultLinkCosts().shm.gbps);
+}
+
+}  // namespace
+}  // namespace braid
