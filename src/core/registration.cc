@@ -15,7 +15,6 @@ namespace braid {
 
 RegistrationTable::~RegistrationTable() {
   for (auto& [key, m] : mapped_) munmap(m.base, m.bytes);
-  for (auto& r : registrations_) r->magic = 0;  // a stale handle is refused, not misread
 }
 
 Registration* RegistrationTable::add(const void* base, size_t bytes, bool window, int winFlags) {
@@ -33,7 +32,6 @@ bool RegistrationTable::remove(const void* r, bool window) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto it = registrations_.begin(); it != registrations_.end(); ++it) {
     if (it->get() != r || (*it)->window != window) continue;
-    (*it)->magic = 0;
     registrations_.erase(it);
     return true;
   }

@@ -16,10 +16,9 @@
 
 namespace braid {
 
-/// One registered range; ncclCommRegister's handle and ncclWindow_t point at one.
+/// One registered range; ncclCommRegister's handle and ncclWindow_t point at one. Handles are
+/// checked by identity against the table, never read before that.
 struct Registration {
-  static constexpr uint64_t kMagic = 0x4272616964526567ull;  // "BraidReg"
-  uint64_t magic = kMagic;
   const char* base = nullptr;
   size_t bytes = 0;
   bool window = false;  ///< made by ncclCommWindowRegister (collective, sizes checked)
