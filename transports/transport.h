@@ -25,6 +25,9 @@ struct PeerInfo {
   uint64_t hostHash = 0;      ///< same host (hostname + boot id + network namespace)
   uint64_t processHash = 0;   ///< same process (host + pid + process start time)
   uint64_t pidStartTime = 0;  ///< to tell a live peer from a reused pid
+  /// The CPUs this process may run on (its affinity mask, CPUs 0-1023): the ranks of a host
+  /// together tell how many cores they share, whether each is pinned to one or not.
+  uint64_t cpus[16] = {};
   char hostname[64] = {};
 };
 

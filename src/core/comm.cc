@@ -36,7 +36,7 @@ int chooseSpin(const CommConfig& cfg, const std::vector<PeerInfo>& peers, int ra
   if (cfg.spinIters >= 0) return cfg.spinIters;
   int local = 0;
   for (const PeerInfo& p : peers) local += p.hostHash == peers[rank].hostHash;
-  return local <= onlineCores() ? 20000 : 50;
+  return local <= hostCores(peers, rank) ? 20000 : 50;
 }
 
 // Every peer by default, since point-to-point and all-to-all need them;
@@ -153,6 +153,8 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
     memcpy(&comm->peers[r], infos[r].data(), sizeof(PeerInfo));
   }
   memcpy(&tuner, infos[0].data() + sizeof(PeerInfo), sizeof(tuner));
+  // Cores as all of rank 0's host's ranks see them together: one pinned rank sees one core.
+  tuner.cores = hostCores(comm->peers, 0);
   comm->policy.spinIters = chooseSpin(comm->config, comm->peers, rank);
 
   UniqueIdFields f;

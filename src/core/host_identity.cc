@@ -1,5 +1,6 @@
 #include "core/host_identity.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <climits>
@@ -48,7 +49,23 @@ PeerInfo localPeerInfo(int rank) {
   info.pidStartTime = processStartTime(info.pid);
   info.processHash =
       fnv1a(std::to_string(info.pid) + "|" + std::to_string(info.pidStartTime), info.hostHash);
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int cpu = 0; cpu < 1024 && cpu < CPU_SETSIZE; cpu++)
+      if (CPU_ISSET(cpu, &set)) info.cpus[cpu / 64] |= uint64_t(1) << (cpu % 64);
   return info;
+}
+
+int hostCores(const std::vector<PeerInfo>& peers, int rank) {
+  uint64_t all[16] = {};
+  for (const PeerInfo& p : peers)
+    if (p.hostHash == peers[rank].hostHash)
+      for (int i = 0; i < 16; i++) all[i] |= p.cpus[i];
+  int cores = 0;
+  for (uint64_t word : all) cores += __builtin_popcountll(word);
+  if (cores > 0) return cores;
+  long online = sysconf(_SC_NPROCESSORS_ONLN);  // no mask was readable
+  return online > 0 ? static_cast<int>(online) : 1;
 }
 
 }  // namespace braid

@@ -9,4 +9,9 @@ namespace braid {
 
 PeerInfo localPeerInfo(int rank);
 
+/// The cores the ranks on `rank`'s host may use between them: the union of their affinity masks
+/// (ranks pinned one per core count every core; ranks confined to one core count one). The same
+/// answer on every rank that holds the same PeerInfos.
+int hostCores(const std::vector<PeerInfo>& peers, int rank);
+
 }  // namespace braid

@@ -12,7 +12,11 @@ ncclResult_t waitSlow(const WaitPolicy& policy, const WakeWord& w, bool (*ready)
   // A few yields first: on an oversubscribed core the peer may only need our time slice.
   for (int i = 0; i < 4; i++) {
     sched_yield();
-    if (ready(readyArg)) return ncclSuccess;
+    if (ready(readyArg)) {
+      if (policy.spinNow < policy.spinIters)
+        policy.spinNow = std::min(policy.spinIters, policy.spinNow * 2 + 16);
+      return ncclSuccess;
+    }
   }
   Deadline deadline = Deadline::after(policy.timeoutS);
   int64_t lastPeerCheck = nowNs();

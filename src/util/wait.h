@@ -36,8 +36,11 @@ struct WaitPolicy {
   double timeoutS = 300;                         ///< BRAID_TIMEOUT_S
   const std::atomic<uint32_t>* abort = nullptr;  ///< non-zero: give up now
   /// The spin budget in force: halved whenever spinning did not pay (the peer was not running,
-  /// e.g. another process took its core), doubled back towards spinIters whenever it did. Only
-  /// the thread that owns the policy's communicator waits with it.
+  /// e.g. another process took its core), down to a tenth of spinIters, doubled back towards
+  /// spinIters whenever it did, or
+  /// whenever the wait ended within a few yields (the peer was running after all: without that a
+  /// budget halved to zero could never grow back). Only the thread that owns the policy's
+  /// communicator waits with it.
   mutable int spinNow = -1;
   StallObserver* stall = nullptr;  ///< the running operation's mismatch watch, if any
 };
@@ -71,7 +74,10 @@ inline ncclResult_t waitUntil(const WaitPolicy& policy, const WakeWord& w, const
       return ncclSuccess;
     }
   }
-  policy.spinNow = budget / 2;
+  // Never below a tenth of the full budget (about 60 us by default, longer than a sleeping
+  // peer takes to wake): two ranks whose budgets had both collapsed would otherwise each sleep
+  // until the other woke it, for good (8-byte allreduces at 66 us per call instead of 0.6).
+  policy.spinNow = std::max(policy.spinIters / 10, budget / 2);
   return detail::waitSlow(
       policy, w, [](const void* r) { return (*static_cast<const Ready*>(r))(); }, &ready, peer,
       what);
