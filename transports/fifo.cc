@@ -26,6 +26,7 @@ FifoControl* fifoInit(void* mem, uint32_t nslots, size_t slotBytes) {
   for (auto& w : c->statusOp) w.store(0);
   c->slotBytes = slotBytes;
   memset(c->info, 0, sizeof(c->info));
+  mailboxInit(&c->mailbox);
   return c;
 }
 
@@ -64,6 +65,7 @@ void FifoSender::attach(FifoControl* ctrl, LivenessCheck* peer) {
   slotBytes_ = ctrl->slotBytes;
   head_ = ctrl->head.load();
   peer_ = peer;
+  mailbox_.attach(&ctrl->mailbox);
 }
 
 void FifoReceiver::attach(FifoControl* ctrl, LivenessCheck* peer) {
@@ -73,6 +75,7 @@ void FifoReceiver::attach(FifoControl* ctrl, LivenessCheck* peer) {
   slotBytes_ = ctrl->slotBytes;
   tail_ = ctrl->tail.load();
   peer_ = peer;
+  mailbox_.attach(&ctrl->mailbox);
 }
 
 ncclResult_t FifoSender::waitForSpace(const WaitPolicy& policy) {

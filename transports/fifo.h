@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "nccl.h"
+#include "transports/mailbox.h"
 #include "util/status.h"
 #include "util/wait.h"
 
@@ -42,6 +43,8 @@ struct alignas(64) FifoControl {
   std::atomic<uint64_t> statusOp[kFifoStatusWords];
   uint64_t slotBytes;
   alignas(64) SlotInfo info[kMaxFifoSlots];
+  /// Small messages in memory both ends map (mailbox.h); unused where a proxy moves the slots.
+  MailboxShared mailbox;
 };
 
 /// Bytes of memory a FIFO with these dimensions occupies (control block + slots, page aligned).
@@ -92,6 +95,7 @@ class FifoSender {
     notify(WakeWord{&ctrl_->head, &ctrl_->headSleepers});
   }
   FifoControl* control() const { return ctrl_; }
+  MailboxSender& mailbox() { return mailbox_; }
   /// Publishes the sender's current operation (a fingerprint) for the receiver, and wakes whoever
   /// waits on the FIFO (a TCP proxy forwards it as a status frame).
   void publishStatus(const uint64_t status[kFifoStatusWords]);
@@ -104,6 +108,7 @@ class FifoSender {
   size_t slotBytes_ = 0;
   uint32_t head_ = 0;
   LivenessCheck* peer_ = nullptr;
+  MailboxSender mailbox_;
 };
 
 /// Receiving end: wait for the next slot, read it, release it.
@@ -139,6 +144,11 @@ class FifoReceiver {
     notify(WakeWord{&ctrl_->tail, &ctrl_->tailSleepers});
   }
   FifoControl* control() const { return ctrl_; }
+  MailboxReceiver& mailbox() { return mailbox_; }
+  /// Waits for the next mailbox round (mailbox.h).
+  ncclResult_t waitMailbox(const WaitPolicy& policy, const MailboxEntry** entry) {
+    return mailbox_.wait(policy, peer_, &ctrl_->closed, entry);
+  }
   /// The operation the sender last published (publishStatus); false if it never published.
   bool peerStatus(uint64_t status[kFifoStatusWords]) const;
 
@@ -150,6 +160,7 @@ class FifoReceiver {
   size_t slotBytes_ = 0;
   uint32_t tail_ = 0;
   LivenessCheck* peer_ = nullptr;
+  MailboxReceiver mailbox_;
 };
 
 }  // namespace braid

@@ -15,7 +15,8 @@ constexpr uint64_t kOpAvg = 4;    // ncclAvg's value; resolved ops keep it in th
 constexpr uint64_t kOpPreMulSum = 5;
 
 constexpr uint64_t kAlgoMask = uint64_t(0xff) << 24;
-const char* const kAlgoNames[] = {"", "Ring", "Tree", "Self", "Direct", "Bruck", "Rabenseifner"};
+const char* const kAlgoNames[] = {"",      "Ring",         "Tree",    "Self",     "Direct",
+                                  "Bruck", "Rabenseifner", "TwoShot", "ZeroCopy", "LowLatency"};
 
 uint64_t packWord2(OpKind kind, int dtype, uint64_t op, uint64_t algo, int rootOrPeer) {
   return static_cast<uint64_t>(kind) | (static_cast<uint64_t>(dtype & 0xff) << 8) | (op << 16) |
@@ -23,8 +24,14 @@ uint64_t packWord2(OpKind kind, int dtype, uint64_t op, uint64_t algo, int rootO
 }
 
 uint64_t algoId(const char* name) {
+  // Algorithm names are string literals: the last one looked up is remembered by address.
+  thread_local const char* lastName = nullptr;
+  thread_local uint64_t lastId = 0;
+  if (name && name == lastName) return lastId;
+  lastName = name;
+  lastId = 0;
   for (uint64_t i = 1; i < sizeof(kAlgoNames) / sizeof(kAlgoNames[0]); i++)
-    if (name && strcmp(name, kAlgoNames[i]) == 0) return i;
+    if (name && strcmp(name, kAlgoNames[i]) == 0) return lastId = i;
   return 0;
 }
 

@@ -45,12 +45,16 @@ ncclResult_t MismatchWatch::onStall(const WakeWord& waitingOn) {
     // Waiting for data from a peer that has already left this call: in its view the call had
     // nothing (more) to send here. Its slots reach this FIFO before its status does, so nothing
     // is still on its way.
-    const bool waitingForThisPeer = waitingOn.word == &fifo.control()->head;
+    // (A wait sleeps on the FIFO's head for slots, on a mailbox entry for small messages.)
+    const bool forSlot = waitingOn.word == &fifo.control()->head;
+    const bool forMailbox = fifo.mailbox().waitsOn(waitingOn.word);
     // Looked at again after reading the status: a slot posted before it is visible by now (the
     // wait's own check came earlier, and this thread may have been descheduled since).
     const void* slot;
     SlotInfo info;
-    if (waitingForThisPeer && current.seq() > mine.seq() && !fifo.tryWait(&slot, &info)) {
+    const bool nothingArrived =
+        (forSlot && !fifo.tryWait(&slot, &info)) || (forMailbox && !fifo.mailbox().ready());
+    if (nothingArrived && current.seq() > mine.seq()) {
       if (previous.seq() == mine.seq() && !(previous == mine)) return mismatch(peer, previous);
       return fail(ncclInvalidUsage,
                   "operation mismatch: rank %d called %s and waits for data from rank %d, but "

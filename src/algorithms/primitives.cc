@@ -13,6 +13,16 @@ bool allPairsConnected(const ncclComm& comm) {
   return true;
 }
 
+bool allPeersShareMemory(const ncclComm& comm) {
+  if (!allPairsConnected(comm)) return false;
+  for (int p = 0; p < comm.nranks; p++) {
+    if (p == comm.rank) continue;
+    const char* t = comm.sendTo[p]->transportName();
+    if (strcmp(t, "shm") != 0 && strcmp(t, "local") != 0) return false;
+  }
+  return true;
+}
+
 ncclResult_t waitForSlot(ncclComm& comm, const CollArgs& args, int from, size_t bytes,
                          const void** data) {
   SlotInfo info;

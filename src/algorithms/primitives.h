@@ -14,6 +14,9 @@ namespace braid {
 /// True when every pair of ranks is connected (the same answer on every rank): what algorithms
 /// that exchange with arbitrary peers need (BRAID_CONNECT=neighbours connects fewer).
 bool allPairsConnected(const ncclComm& comm);
+/// True when every peer's FIFOs are memory both ends map (shm or same-process): what algorithms
+/// that read a peer's memory in place need (ZeroCopy, LowLatency).
+bool allPeersShareMemory(const ncclComm& comm);
 
 /// Waits for the next slot from `from` and checks that it belongs to `args`' operation and
 /// carries `bytes`; a mismatch fails naming both calls. The slot stays held until released.

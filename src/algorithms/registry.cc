@@ -21,8 +21,8 @@ const char* collName(CollType c) {
 // The algorithms per collective; the selector ranks them by the cost model (ties: this order).
 const std::vector<const Algorithm*>& algorithmsFor(CollType coll) {
   static const std::vector<const Algorithm*> allReduce = {
-      selfCollective(),   ringAllReduce(),         treeAllReduce(),    directAllReduce(),
-      twoShotAllReduce(), rabenseifnerAllReduce(), zeroCopyAllReduce()};
+      selfCollective(),   ringAllReduce(),         treeAllReduce(),     directAllReduce(),
+      twoShotAllReduce(), rabenseifnerAllReduce(), zeroCopyAllReduce(), lowLatencyAllReduce()};
   static const std::vector<const Algorithm*> broadcast = {selfCollective(), ringBroadcast(),
                                                           treeBroadcast()};
   static const std::vector<const Algorithm*> reduce = {selfCollective(), ringReduce()};

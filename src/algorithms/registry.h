@@ -9,6 +9,7 @@ const Algorithm* selfCollective();
 const Algorithm* ringAllReduce();
 const Algorithm* treeAllReduce();
 const Algorithm* directAllReduce();
+const Algorithm* lowLatencyAllReduce();
 const Algorithm* twoShotAllReduce();
 const Algorithm* rabenseifnerAllReduce();
 const Algorithm* zeroCopyAllReduce();

@@ -15,6 +15,7 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/cost_model.h"
 #include "algorithms/mismatch_watch.h"
+#include "algorithms/registry.h"
 #include "core/comm.h"
 #include "util/log.h"
 #include "util/status.h"
@@ -66,6 +67,26 @@ bool sameModel(const CommCostModel& a, const CommCostModel& b) {
          a.slotBytes == b.slotBytes;
 }
 
+// NCCL_PROTO's names for how an algorithm moves data: LowLatency is Braid's LL (data and flag
+// in one cache line); every other algorithm moves slots with a separate flag, NCCL's Simple.
+const char* protocolOf(const Algorithm* a) {
+  return a == lowLatencyAllReduce() ? "LL" : "Simple";
+}
+
+// kAlwaysPreferred's algorithms of one collective, in that order. Looked up by name once:
+// comparing names on every call cost small collectives a tenth of their time.
+const std::vector<const Algorithm*>& preferredFor(CollType coll) {
+  static const auto table = [] {
+    std::array<std::vector<const Algorithm*>, 5> t;
+    for (size_t c = 0; c < t.size(); c++)
+      for (const char* name : kAlwaysPreferred)
+        for (const Algorithm* a : algorithmsFor(static_cast<CollType>(c)))
+          if (strcasecmp(a->name(), name) == 0) t[c].push_back(a);
+    return t;
+  }();
+  return table[static_cast<size_t>(coll)];
+}
+
 // A collective's algorithms in the model's order (cheapest first; ties in registry order) for
 // one message size. Remembered per thread: the estimates of every candidate cost a few
 // microseconds on a small host, which small collectives would notice. The key is everything the
@@ -110,15 +131,15 @@ const std::vector<const Algorithm*>& rankingFor(const ncclComm& comm, const Coll
 
 const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args,
                                  const Algorithm* skip) {
-  const auto& algos = algorithmsFor(args.coll);
   std::string_view spec = algoSpecFor(comm.config.algo, args.coll);
+  std::string_view proto = algoSpecFor(comm.config.proto, args.coll);
   auto usable = [&](const Algorithm* a) {
-    bool self = strcasecmp(a->name(), "Self") == 0;
-    return a != skip && (self || allowedBySpec(spec, a->name())) && a->supports(args, comm);
+    if (a == selfCollective()) return a != skip && a->supports(args, comm);
+    return a != skip && allowedBySpec(spec, a->name()) && allowedBySpec(proto, protocolOf(a)) &&
+           a->supports(args, comm);
   };
-  for (const char* name : kAlwaysPreferred)
-    for (const Algorithm* a : algos)
-      if (strcasecmp(a->name(), name) == 0 && usable(a)) return a;
+  for (const Algorithm* a : preferredFor(args.coll))
+    if (usable(a)) return a;
   for (const Algorithm* a : rankingFor(comm, args))
     if (usable(a)) return a;
   return nullptr;
@@ -126,17 +147,18 @@ const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args,
 
 ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
   comm.opCount++;
-  // NCCL_PROTO takes NCCL_ALGO's syntax. Braid moves every message with one protocol, Simple
-  // (slots with the data and a separate flag); LL and LL128 are NCCL's GPU protocols. A spec
-  // that rules Simple out for this collective leaves nothing to run it with.
-  if (!comm.config.proto.empty() &&
-      !allowedBySpec(algoSpecFor(comm.config.proto, args.coll), "simple"))
-    return fail(ncclInvalidUsage,
-                "NCCL_PROTO=%s leaves no protocol for %s: Braid implements Simple only (LL and "
-                "LL128 are GPU protocols)",
-                comm.config.proto.c_str(), collName(args.coll));
   const Algorithm* chosen = chooseAlgorithm(comm, args);
   const size_t bytes = args.count * args.elemSize;
+  // NCCL_PROTO takes NCCL_ALGO's syntax: Simple is every algorithm's protocol but LowLatency's,
+  // which is LL (allreduce up to one mailbox entry, peers sharing memory); LL128 is a GPU
+  // protocol. A spec can leave nothing that runs the call.
+  if (!chosen && !comm.config.proto.empty())
+    return fail(ncclInvalidUsage,
+                "NCCL_ALGO=%s and NCCL_PROTO=%s leave no algorithm for %s of %zu bytes on %d "
+                "ranks: Braid's protocols are Simple (every algorithm) and LL (allreduce up to "
+                "%zu bytes between ranks that share memory); LL128 is a GPU protocol",
+                comm.config.algo.c_str(), comm.config.proto.c_str(), collName(args.coll), bytes,
+                comm.nranks, kMailboxBytes);
   if (!chosen)
     return fail(ncclInvalidUsage, "NCCL_ALGO=%s leaves no algorithm for %s on %d ranks",
                 comm.config.algo.c_str(), collName(args.coll), comm.nranks);

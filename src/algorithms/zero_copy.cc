@@ -43,14 +43,7 @@ ncclResult_t awaitAll(ncclComm& comm, const CollArgs& args, size_t bytes, Descri
 }  // namespace
 
 bool zeroCopyCandidate(const ncclComm& comm, size_t bytes) {
-  if (comm.nranks < 2 || bytes < comm.config.zeroCopyMinBytes || !allPairsConnected(comm))
-    return false;
-  for (int p = 0; p < comm.nranks; p++) {
-    if (p == comm.rank) continue;
-    const char* t = comm.sendTo[p]->transportName();
-    if (strcmp(t, "shm") != 0 && strcmp(t, "local") != 0) return false;
-  }
-  return true;
+  return comm.nranks >= 2 && bytes >= comm.config.zeroCopyMinBytes && allPeersShareMemory(comm);
 }
 
 ncclResult_t zeroCopyExchange(ncclComm& comm, const CollArgs& args, size_t sendBytes,

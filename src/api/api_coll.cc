@@ -44,6 +44,11 @@ ncclResult_t enqueue(CollType coll, const void* sendbuff, void* recvbuff, size_t
     args.op.dtype = dtype;
   }
   if (count == 0) return ncclSuccess;
+  HostStream* hostStream = hostStreamFromHandle(stream);
+  if (runsNow(comm, hostStream)) {
+    ActiveCall active(comm);
+    return runCollective(*comm, args);
+  }
   // The estimate only matters to ncclGroupSimulateEnd: outside a group none is built.
   TaskEstimate estimate;
   if (groupActive())
@@ -52,7 +57,7 @@ ncclResult_t enqueue(CollType coll, const void* sendbuff, void* recvbuff, size_t
       return a ? estimateCollectiveUs(*comm, args, a->name()) : 0.0;
     };
   return runOrDefer(
-      comm, hostStreamFromHandle(stream),
+      comm, hostStream,
       [comm, args]() mutable {
         ActiveCall active(comm);
         return runCollective(*comm, args);

@@ -21,7 +21,7 @@ struct CommConfig {
   int tcpSockets = 2;                   ///< BRAID_TCP_SOCKETS (NCCL_NSOCKS_PERTHREAD also honoured)
   int tcpBufferBytes = 4 << 20;         ///< BRAID_TCP_BUFFER: SO_SNDBUF/SO_RCVBUF
   std::string algo;                     ///< NCCL_ALGO
-  std::string proto;                    ///< NCCL_PROTO (Braid has one protocol, Simple)
+  std::string proto;                    ///< NCCL_PROTO (Simple; LL is the LowLatency allreduce)
   std::vector<std::string> transports;  ///< allowed transports, empty = all
   bool connectNeighboursOnly = false;   ///< BRAID_CONNECT=neighbours: ring/tree peers only
   int blocking = 1;                     ///< ncclConfig_t.blocking

@@ -76,6 +76,10 @@ void groupAdd(ncclComm* comm, std::function<ncclResult_t()> task, HostStream* st
   tls.tasks.push_back({comm, std::move(task), stream, std::move(estimate)});
 }
 
+bool runsNow(ncclComm* comm, HostStream* stream) {
+  return !stream && !groupActive() && !commIsNonblocking(comm);
+}
+
 ncclResult_t runOrDefer(ncclComm* comm, HostStream* stream, std::function<ncclResult_t()> task,
                         TaskEstimate estimate) {
   if (groupActive()) {

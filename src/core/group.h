@@ -24,6 +24,9 @@ using TaskEstimate = std::function<double()>;
 /// Defers `task` (for `comm`, on `stream` or the caller's thread) to the end of the current group.
 void groupAdd(ncclComm* comm, std::function<ncclResult_t()> task, HostStream* stream = nullptr,
               TaskEstimate estimate = {});
+/// True when runOrDefer would run a task at once on the caller's thread (no group, no host
+/// stream, a blocking communicator): the small-message path skips wrapping the call.
+bool runsNow(ncclComm* comm, HostStream* stream);
 /// Runs `task` now, queues it on `stream` (a host stream), or defers it (inside a group).
 ncclResult_t runOrDefer(ncclComm* comm, HostStream* stream, std::function<ncclResult_t()> task,
                         TaskEstimate estimate = {});

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "braid/braid.h"
 #include "core/comm.h"
 #include "harness/rank_harness.h"
 #include "oracle/case_buffer.h"
@@ -269,7 +270,7 @@ TEST(Collectives, ZeroCopyProcesses) {
   BRAID_EXPECT_ALL_RANKS_OK(report);
 }
 
-// NCCL_PROTO takes NCCL_ALGO's per-collective syntax. Braid has one protocol, Simple: specs that
+// NCCL_PROTO takes NCCL_ALGO's per-collective syntax. Reduce has one protocol, Simple: specs that
 // allow it run (and give exact results), a spec that rules it out for a collective fails that
 // collective with a message naming the variable, and leaves the communicator usable.
 TEST(Collectives, NcclProtoPerCollective) {
@@ -309,6 +310,51 @@ TEST(Collectives, NcclProtoPerCollective) {
       },
       options(env));
   BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
+// NCCL_PROTO's LL is the low-latency mailbox allreduce: "allreduce:LL" runs a small allreduce
+// with it and refuses one larger than a mailbox entry; "^LL" keeps every allreduce off it.
+void allreduceWithProto(RankContext& ctx, size_t count, const char* wantAlgorithm) {
+  ncclComm_t comm = ctx.initComm();
+  if (!comm) return;
+  std::vector<int32_t> v(count), out(count, -1);
+  for (size_t i = 0; i < count; i++) v[i] = static_cast<int32_t>(i) + ctx.rank();
+  ncclResult_t r = ncclAllReduce(v.data(), out.data(), count, ncclInt32, ncclSum, comm, nullptr);
+  char name[32] = "";
+  braidCommLastAlgorithm(comm, name, sizeof(name));
+  if (!wantAlgorithm) {
+    std::string text = ncclGetLastError(comm);
+    if (r != ncclInvalidUsage || text.find("NCCL_PROTO=allreduce:LL") == std::string::npos)
+      ctx.fail("allreduce of " + std::to_string(count) + " returned " + std::to_string(r) + ": " +
+               text);
+  } else if (r != ncclSuccess) {
+    ctx.fail(std::string("allreduce: ") + ncclGetLastError(comm));
+  } else {
+    for (size_t i = 0; i < count; i++)
+      if (out[i] != static_cast<int32_t>(3 * i + 3)) {
+        ctx.fail("element " + std::to_string(i) + " = " + std::to_string(out[i]));
+        break;
+      }
+    if ((std::string(wantAlgorithm) == "LowLatency") != (std::string(name) == "LowLatency"))
+      ctx.fail(std::string("ran ") + name + ", expected " + wantAlgorithm);
+  }
+  ncclCommDestroy(comm);
+}
+
+TEST(Collectives, NcclProtoLLIsTheMailboxAllReduce) {
+  struct Case {
+    const char* proto;
+    size_t count;
+    const char* want;  ///< "LowLatency", "other" or nullptr (refused)
+  };
+  for (Case c : {Case{"allreduce:LL", 1016, "LowLatency"}, Case{"allreduce:LL", 1017, nullptr},
+                 Case{"allreduce:^LL", 7, "other"}, Case{"Simple", 1, "other"}}) {
+    auto env = kSmallSlots;
+    env.push_back({"NCCL_PROTO", c.proto});
+    auto report = braid::test::runThreads(
+        3, [&c](RankContext& ctx) { allreduceWithProto(ctx, c.count, c.want); }, options(env));
+    BRAID_EXPECT_ALL_RANKS_OK(report) << c.proto << " count " << c.count;
+  }
 }
 
 }  // namespace

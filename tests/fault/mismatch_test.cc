@@ -44,6 +44,16 @@ std::vector<Disagreement> disagreements() {
          return ncclAllReduce(s, r, kCount, oddOne(rank, n) ? ncclFloat32 : ncclInt32, ncclSum, c,
                               nullptr);
        }},
+      // Small enough for the low-latency mailbox on shared memory: a count that differs there,
+      // and one rank with a message too large for it while the others use it.
+      {"small_count",
+       [](int rank, int n, ncclComm_t c, void* s, void* r) {
+         return ncclAllReduce(s, r, oddOne(rank, n) ? 14 : 7, ncclInt32, ncclSum, c, nullptr);
+       }},
+      {"small_vs_large_count",
+       [](int rank, int n, ncclComm_t c, void* s, void* r) {
+         return ncclAllReduce(s, r, oddOne(rank, n) ? kCount : 7, ncclInt32, ncclSum, c, nullptr);
+       }},
       {"op",
        [](int rank, int n, ncclComm_t c, void* s, void* r) {
          return ncclAllReduce(s, r, kCount, ncclInt32, oddOne(rank, n) ? ncclMax : ncclSum, c,

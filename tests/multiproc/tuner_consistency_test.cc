@@ -66,6 +66,52 @@ TEST(TunerConsistency, RanksWithDifferentConstantsChooseAlike) {
   EXPECT_EQ(report.valuesOf("algorithm"), (std::vector<std::string>{"Direct", "Direct", "Direct"}));
 }
 
+// The low-latency mailbox is chosen for every allreduce that fits one entry (4064 bytes) when all
+// peers share memory, and never for a larger one or over TCP; results stay exact either way.
+void runSizesAndReportAlgorithms(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  if (!comm) return;
+  for (size_t count : {size_t(2), size_t(1016), size_t(1017)}) {  // floats: 8, 4064, 4068 bytes
+    std::vector<float> in(count), out(count, -1.0f);
+    for (size_t i = 0; i < count; i++) in[i] = static_cast<float>(ctx.rank() + 1 + i % 13);
+    ASSERT_EQ(ncclAllReduce(in.data(), out.data(), count, ncclFloat, ncclSum, comm, nullptr),
+              ncclSuccess)
+        << ncclGetLastError(comm);
+    for (size_t i = 0; i < count; i++) {
+      const double want = 6.0 + 3.0 * static_cast<double>(i % 13);  // ranks 0, 1, 2
+      if (out[i] != want) {
+        ctx.fail("count " + std::to_string(count) + " element " + std::to_string(i) + ": " +
+                 std::to_string(out[i]) + " != " + std::to_string(want));
+        break;
+      }
+    }
+    char name[32] = "unset";
+    EXPECT_EQ(braidCommLastAlgorithm(comm, name, sizeof(name)), ncclSuccess);
+    ctx.report("algorithm" + std::to_string(count), name);
+  }
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST(TunerLowLatency, ChosenUpToOneMailboxOnSharedMemoryProcesses) {
+  RunOptions options;
+  options.env = {{"BRAID_TRANSPORTS", "shm"}, {"BRAID_TIMEOUT_S", "20"}};
+  RunReport report = runProcesses(3, runSizesAndReportAlgorithms, options);
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+  for (const char* key : {"algorithm2", "algorithm1016"})
+    EXPECT_EQ(report.valuesOf(key), std::vector<std::string>(3, "LowLatency")) << key;
+  for (const std::string& name : report.valuesOf("algorithm1017")) EXPECT_NE(name, "LowLatency");
+}
+
+TEST(TunerLowLatency, NeverChosenOverTcpProcesses) {
+  RunOptions options;
+  options.env = {
+      {"BRAID_TRANSPORTS", "tcp"}, {"NCCL_SOCKET_IFNAME", "lo"}, {"BRAID_TIMEOUT_S", "20"}};
+  RunReport report = runProcesses(3, runSizesAndReportAlgorithms, options);
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+  for (const char* key : {"algorithm2", "algorithm1016", "algorithm1017"})
+    for (const std::string& name : report.valuesOf(key)) EXPECT_NE(name, "LowLatency") << key;
+}
+
 // braidCommLastAlgorithm: the name the last collective ran with, truncated to the buffer; bad
 // arguments are named.
 TEST(TunerLastAlgorithm, NamesTheAlgorithmAndRefusesBadArguments) {

@@ -1,5 +1,8 @@
 #include "oracle/oracle_matrix.h"
 
+#include "kernels/reduce.h"
+#include "transports/mailbox.h"
+
 namespace braid::oracle {
 
 const std::vector<size_t>& smallCounts() {
@@ -27,6 +30,14 @@ std::vector<OracleCase> crossCases(const std::vector<ncclDataType_t>& dtypes,
     for (OpKind o : ops)
       for (size_t c : counts)
         for (bool inPlace : {false, true}) out.push_back({d, o, c, inPlace});
+  return out;
+}
+
+std::vector<OracleCase> mailboxCases() {
+  std::vector<OracleCase> out = crossCases(allDTypes(), allOps(), {0, 1, 7, 503});
+  for (ncclDataType_t d : allDTypes())
+    for (bool inPlace : {false, true})
+      out.push_back({d, OpKind::kSum, kMailboxBytes / kernels::typeSize(d), inPlace});
   return out;
 }
 

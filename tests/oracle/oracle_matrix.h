@@ -26,6 +26,9 @@ std::vector<ncclDataType_t> allDTypes();
 std::vector<OpKind> allOps();
 
 /// Cross product of dtypes x ops x counts, each in place and out of place.
+/// Every dtype x op at counts that fit the low-latency mailbox (0, 1, 7, the prime 503), plus
+/// each dtype's largest count that fits (sum, in and out of place).
+std::vector<OracleCase> mailboxCases();
 std::vector<OracleCase> crossCases(const std::vector<ncclDataType_t>& dtypes,
                                    const std::vector<OpKind>& ops,
                                    const std::vector<size_t>& counts);

@@ -32,6 +32,19 @@ std::vector<GridPoint> smallGrid() {
 
 INSTANTIATE_TEST_SUITE_P(Oracle, ProcessesSmall, ::testing::ValuesIn(smallGrid()), gridName);
 
+// The low-latency mailbox between processes.
+class ProcessesMailbox : public ::testing::TestWithParam<GridPoint> {};
+
+TEST_P(ProcessesMailbox, EveryDTypeAndOpExact) {
+  runGridPoint(RankShape::kProcesses, GetParam(), mailboxCases());
+}
+
+INSTANTIATE_TEST_SUITE_P(Oracle, ProcessesMailbox,
+                         ::testing::Values(GridPoint{"LowLatency", "shm", 2},
+                                           GridPoint{"LowLatency", "shm", 3},
+                                           GridPoint{"LowLatency", "shm", 5}),
+                         gridName);
+
 // Window registration is collective (a bootstrap exchange per buffer): a dtype/op subset.
 class ProcessesWindows : public ::testing::TestWithParam<GridPoint> {};
 

@@ -33,6 +33,21 @@ INSTANTIATE_TEST_SUITE_P(Oracle, ThreadsSmall, ::testing::ValuesIn(smallGrid()),
 // Window registration is collective (a bootstrap exchange per buffer): a dtype/op subset. Over
 // the local transport: thread ranks over shm would map each FIFO twice in one process, which
 // hides the FIFO's ordering from ThreadSanitizer while the buffers are read at one address.
+// The low-latency mailbox (messages up to a mailbox entry; the slots carry larger ones).
+class ThreadsMailbox : public ::testing::TestWithParam<GridPoint> {};
+
+TEST_P(ThreadsMailbox, EveryDTypeAndOpExact) {
+  runGridPoint(RankShape::kThreads, GetParam(), mailboxCases());
+}
+
+INSTANTIATE_TEST_SUITE_P(Oracle, ThreadsMailbox,
+                         ::testing::Values(GridPoint{"LowLatency", "local", 2},
+                                           GridPoint{"LowLatency", "local", 3},
+                                           GridPoint{"LowLatency", "local", 5},
+                                           GridPoint{"LowLatency", "shm", 2},
+                                           GridPoint{"LowLatency", "shm", 4}),
+                         gridName);
+
 class ThreadsWindows : public ::testing::TestWithParam<GridPoint> {};
 
 TEST_P(ThreadsWindows, SelectedDTypesAndOpsExact) {
@@ -42,7 +57,8 @@ TEST_P(ThreadsWindows, SelectedDTypesAndOpsExact) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Oracle, ThreadsWindows,
-                         ::testing::Values(GridPoint{"ZeroCopy", "local", 3, Registration::kWindow}),
+                         ::testing::Values(GridPoint{"ZeroCopy", "local", 3,
+                                                     Registration::kWindow}),
                          gridName);
 
 class ThreadsManyChunks : public ::testing::TestWithParam<GridPoint> {};

@@ -1,0 +1,85 @@
+// Low-latency allreduce for the smallest messages on one host: the one-shot exchange of Direct,
+// but through each FIFO's mailbox (transports/mailbox.h) instead of its slots. A rank writes
+// pre(x) straight into every peer's mailbox, where the round number shares a cache line with
+// the first bytes, and reduces the peers' contributions where they lie. An 8-byte allreduce then
+// costs one cache-line transfer per peer each way, against a slot, a head counter and a tail
+// counter per peer for Direct.
+//
+// Terms are combined in rank order 0..n-1, the same expression Direct evaluates, so every rank
+// gets bitwise-identical output and LowLatency and Direct agree bit for bit.
+#include "algorithms/primitives.h"
+#include "algorithms/registry.h"
+#include "core/comm.h"
+#include "util/status.h"
+
+namespace braid {
+namespace {
+
+class LowLatencyAllReduce : public Algorithm {
+ public:
+  const char* name() const override { return "LowLatency"; }
+
+  bool supports(const CollArgs& args, const ncclComm& comm) const override {
+    return args.coll == CollType::kAllReduce && comm.nranks > 1 &&
+           args.count * args.elemSize <= kMailboxBytes && allPeersShareMemory(comm);
+  }
+
+  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
+    const int n = comm.nranks, me = comm.rank;
+    const size_t count = args.count;
+    const auto bytes = static_cast<uint32_t>(count * args.elemSize);
+    // pre(x) goes into the first peer's mailbox (and the second's, in the same pass); the others
+    // get a copy. The first mailbox also serves as this rank's own term: the input may alias the
+    // output, and nothing rewrites the mailbox before the next round.
+    FifoSender& first = comm.sendTo[(me + 1) % n]->fifo();
+    FifoSender* second = n > 2 ? &comm.sendTo[(me + 2) % n]->fifo() : nullptr;
+    const unsigned char* own = first.mailbox().slot();
+    kernels::reduce(args.op, first.mailbox().slot(), second ? second->mailbox().slot() : nullptr,
+                    nullptr, args.sendbuff, count, kernels::kApplyPre);
+    for (int i = 3; i < n; i++)
+      kernels::copy(comm.sendTo[(me + i) % n]->fifo().mailbox().slot(), nullptr, own, bytes);
+    for (int i = 1; i < n; i++)
+      comm.sendTo[(me + i) % n]->fifo().mailbox().post(bytes, args.fingerprint.words);
+
+    const void* acc = nullptr;
+    for (int k = 0; k < n; k++) {
+      const void* term = own;
+      if (k != me) {
+        const MailboxEntry* e;
+        BRAID_TRY(comm.recvFrom[k]->fifo().waitMailbox(comm.policy, &e));
+        BRAID_TRY(checkEntry(comm, args, k, bytes, *e));
+        term = e->data;
+      }
+      if (!acc) {
+        acc = term;
+        continue;
+      }
+      unsigned flags = k == n - 1 ? kernels::kApplyPost : 0u;
+      kernels::reduce(args.op, args.recvbuff, nullptr, acc, term, count, flags);
+      acc = args.recvbuff;
+    }
+    for (int k = 0; k < n; k++)
+      if (k != me) comm.recvFrom[k]->fifo().mailbox().done();
+    return ncclSuccess;
+  }
+
+ private:
+  static ncclResult_t checkEntry(const ncclComm& comm, const CollArgs& args, int from,
+                                 uint32_t bytes, const MailboxEntry& e) {
+    Fingerprint theirs;
+    for (int i = 0; i < 3; i++) theirs.words[i] = e.op[i];
+    if (theirs == args.fingerprint && e.bytes == bytes) return ncclSuccess;
+    SlotInfo info{e.bytes, theirs.tag(), {e.op[0], e.op[1], e.op[2]}};
+    return fail(ncclInvalidUsage, "%s",
+                describeMismatch(comm.rank, args.fingerprint, bytes, from, info).c_str());
+  }
+};
+
+}  // namespace
+
+const Algorithm* lowLatencyAllReduce() {
+  static LowLatencyAllReduce a;
+  return &a;
+}
+
+}  // namespace braid
