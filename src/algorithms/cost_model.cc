@@ -30,6 +30,7 @@ using C = CollType;
 // Shared memory and same-process FIFOs: memory bandwidth is the limit.
 constexpr Shape kMemoryShapes[] = {{C::kAllReduce, "Ring", 0, 2, 0, 1.0},
                                    {C::kAllReduce, "Direct", 1, 0.5, 0, 1.23},
+                                   {C::kAllReduce, "LowLatency", 0.25, 0.25, 0, 1.0},
                                    {C::kAllReduce, "Tree", 2, 0, 2, 1.35},
                                    {C::kAllReduce, "TwoShot", 3, 1.25, 0, 1.4},
                                    {C::kAllReduce, "Rabenseifner", 3, 1, 2, 2.5}};
@@ -37,7 +38,7 @@ constexpr Shape kMemoryShapes[] = {{C::kAllReduce, "Ring", 0, 2, 0, 1.0},
 constexpr Shape kTcpShapes[] = {{C::kAllReduce, "Ring", 0, 2, 0, 1.0},
                                 {C::kAllReduce, "Direct", 1, 0.5, 0, 1.0},
                                 {C::kAllReduce, "Tree", 1, 0, 2, 1.0},
-                                {C::kAllReduce, "TwoShot", 2, 0.5, 0, 1.25, -0.1},
+                                {C::kAllReduce, "TwoShot", 0, 2, 0, 1.3},
                                 {C::kAllReduce, "Rabenseifner", 1.5, 0, 2, 1.4}};
 // The other collectives, on every transport (docs/design.md, "Selection"): Bruck's log2(n) steps
 // move its blocks twice through scratch, and its reduce-scatter measured behind the ring even
@@ -61,7 +62,7 @@ Shape shapeOf(LinkClass link, CollType coll, const char* algorithm) {
     return nullptr;
   };
   const Shape* s = find(kOtherShapes);
-  if (!s) s = find(link == LinkClass::kTcp ? kTcpShapes : kMemoryShapes);
+  if (!s) s = link == LinkClass::kTcp ? find(kTcpShapes) : find(kMemoryShapes);
   return s ? *s : Shape{coll, algorithm, 0, 1, 0, 1.0};  // unknown: ring-like
 }
 
@@ -156,7 +157,7 @@ double estimateCollectiveUs(const CommCostModel& model, int n, const CollArgs& a
   switch (args.coll) {
     case CollType::kAllReduce:
       bytes = 2 * part * S * beta + part * S * gamma;  // Ring, TwoShot, Rabenseifner
-      if (is("Direct")) bytes = (n - 1) * S * (beta + gamma);
+      if (is("Direct") || is("LowLatency")) bytes = (n - 1) * S * (beta + gamma);
       if (is("Tree")) bytes = 2 * S * beta + S * gamma;
       break;
     case CollType::kBroadcast:
