@@ -1,6 +1,6 @@
 #!/bin/sh
 # Checks braidrun's contract: the rank environment, exit status propagation, signal reports,
-# teardown of the other ranks, --timeout, signal forwarding and --tag-output.
+# teardown of the other ranks, --timeout, signal forwarding, --tag-output and --bind-to.
 # Usage: braidrun_test.sh path/to/braidrun
 set -u
 BRAIDRUN=${1:?usage: braidrun_test.sh path/to/braidrun}
@@ -100,6 +100,23 @@ expect_rc tag 0 $?
 expect_grep tag '^\[rank0\]: out-0$' "$WORK/tag.out"
 expect_grep tag '^\[rank1\]: out-1$' "$WORK/tag.out"
 expect_grep tag '^\[rank1\]: partial-1$' "$WORK/tag.err"
+
+# --- --bind-to core: rank i runs on the i-th allowed CPU; more ranks than CPUs is refused
+CPUS=$(taskset -pc $$ | sed 's/.*: //')
+FIRST=$(python3 -c "import os; print(sorted(os.sched_getaffinity(0))[0])")
+"$BRAIDRUN" -n 1 --bind-to core sh -c 'taskset -pc $$' >"$WORK/bind.out" 2>&1
+expect_rc bind 0 $?
+expect_grep bind "current affinity list: $FIRST\$" "$WORK/bind.out"
+"$BRAIDRUN" -n 1 --bind-to none sh -c 'taskset -pc $$' >"$WORK/unbound.out" 2>&1
+expect_rc unbound 0 $?
+expect_grep unbound "current affinity list: $CPUS\$" "$WORK/unbound.out"
+NCPU=$(python3 -c "import os; print(len(os.sched_getaffinity(0)))")
+"$BRAIDRUN" -n $((NCPU + 1)) --bind-to core true 2>"$WORK/bind-many.err"
+expect_rc bind-many 2 $?
+expect_grep bind-many "needs a CPU per rank: $((NCPU + 1)) ranks" "$WORK/bind-many.err"
+"$BRAIDRUN" -n 1 --bind-to socket true 2>"$WORK/bind-bad.err"
+expect_rc bind-bad 2 $?
+expect_grep bind-bad '\-\-bind-to takes core or none' "$WORK/bind-bad.err"
 
 # --- a program that cannot be started, and bad usage
 "$BRAIDRUN" -n 2 /nonexistent/program 2>"$WORK/exec.err"

@@ -66,6 +66,15 @@ ParseStatus parseLaunchOptions(int argc, char** argv, LaunchOptions* options, st
       options->tagOutput = true;
       continue;
     }
+    if (arg == "--bind-to" || startsWithOption(arg, "--bind-to")) {
+      if (!takeValue(argc, argv, &index, "--bind-to", &value) ||
+          (std::string_view(value) != "core" && std::string_view(value) != "none")) {
+        *error = "--bind-to takes core or none";
+        return ParseStatus::kError;
+      }
+      options->bindToCore = std::string_view(value) == "core";
+      continue;
+    }
     long number = 0;
     if (arg == "-n" || startsWithOption(arg, "--nproc") ||
         startsWithOption(arg, "--nproc-per-node") || startsWithOption(arg, "--nproc_per_node")) {
@@ -115,8 +124,8 @@ std::string usageText(const char* programName) {
   std::string text = "usage: ";
   text += programName;
   text +=
-      " -n N [--master-port P] [--timeout S] [--grace-period S] [--tag-output] [--] PROGRAM "
-      "[ARGS...]\n"
+      " -n N [--master-port P] [--timeout S] [--grace-period S] [--tag-output]\n"
+      "       [--bind-to core|none] [--] PROGRAM [ARGS...]\n"
       "\n"
       "Starts N local processes of PROGRAM with the torchrun environment:\n"
       "  RANK, LOCAL_RANK (0..N-1), WORLD_SIZE, LOCAL_WORLD_SIZE (N), GROUP_RANK (0),\n"
@@ -127,6 +136,9 @@ std::string usageText(const char* programName) {
       "  --timeout S             stop all ranks after S seconds (exit status 124)\n"
       "  --grace-period S        wait S seconds after SIGTERM before SIGKILL (default 5)\n"
       "  --tag-output            prefix every output line with [rankN]:\n"
+      "  --bind-to core|none     core: pin rank i to the i-th CPU braidrun may use, as\n"
+      "                          mpirun --bind-to core (refused when ranks outnumber\n"
+      "                          those CPUs); none (default, as torchrun): no pinning\n"
       "\n"
       "When a rank fails, the others get SIGTERM, then SIGKILL after the grace period.\n"
       "Exit status: 0 if all ranks exit 0; else the first failing rank's status, or\n"

@@ -12,6 +12,7 @@ struct LaunchOptions {
   double timeoutSeconds = 0;         ///< --timeout: 0 means no limit
   double gracePeriodSeconds = 5;     ///< --grace-period: SIGTERM-to-SIGKILL delay
   bool tagOutput = false;            ///< --tag-output: prefix each output line with "[rankN]: "
+  bool bindToCore = false;           ///< --bind-to core: rank i on the i-th allowed CPU
   std::vector<std::string> command;  ///< PROGRAM ARGS...
 };
 

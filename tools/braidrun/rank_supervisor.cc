@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -79,6 +80,22 @@ int statusToExitCode(int status) {
   return WEXITSTATUS(status);
 }
 
+// The index-th CPU of those braidrun may run on (its own affinity mask), alone in *set; false
+// when there are fewer CPUs than that.
+bool rankCpu(int index, cpu_set_t* set) {
+  cpu_set_t allowed;
+  if (::sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return false;
+  for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; cpu++) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    if (seen++ == index) {
+      CPU_ZERO(set);
+      CPU_SET(cpu, set);
+      return true;
+    }
+  }
+  return false;
+}
+
 class Supervisor {
  public:
   Supervisor(const LaunchOptions& options, const Rendezvous& rendezvous, char** parentEnv)
@@ -145,6 +162,8 @@ bool Supervisor::spawn(Rank& rank) {
   argv.push_back(nullptr);
   std::string execError = "braidrun: cannot run '" + command[0] + "': ";
   pid_t parent = ::getpid();
+  cpu_set_t cpu;
+  const bool bind = options_.bindToCore && rankCpu(rank.index, &cpu);
 
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -162,6 +181,7 @@ bool Supervisor::spawn(Rank& rank) {
     // A rank must not outlive braidrun (e.g. when braidrun itself is SIGKILLed).
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
+    if (bind) ::sched_setaffinity(0, sizeof(cpu), &cpu);
     if (options_.tagOutput) {
       ::dup2(outPipe[1], STDOUT_FILENO);
       ::dup2(errPipe[1], STDERR_FILENO);
@@ -397,6 +417,13 @@ std::vector<std::string> rankEnvironment(char** parentEnv, const Rendezvous& ren
 }
 
 int superviseRanks(const LaunchOptions& options, const Rendezvous& rendezvous, char** parentEnv) {
+  cpu_set_t cpu;
+  if (options.bindToCore && !rankCpu(options.nranks - 1, &cpu)) {
+    std::fprintf(stderr,
+                 "braidrun: --bind-to core needs a CPU per rank: %d ranks, fewer CPUs allowed\n",
+                 options.nranks);
+    return 2;
+  }
   Supervisor supervisor(options, rendezvous, parentEnv);
   return supervisor.run();
 }
