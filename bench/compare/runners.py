@@ -45,8 +45,12 @@ EXIT_UNSUPPORTED = 69
 # Timed calls per size band. The perf programs take one -n per invocation, so a sweep is split
 # where the per-call time changes by orders of magnitude: many calls where a call takes
 # microseconds (latency needs them), few where a call takes tens of milliseconds (a 64 MiB
-# allreduce over loopback TCP with 4 ranks on 2 cores takes about 0.1 s).
-SIZE_BANDS = ((64 << 10, 50, 5), (4 << 20, 20, 2), (1 << 62, 5, 1))  # (up to bytes, -n, -w)
+# allreduce over loopback TCP with 4 ranks on 2 cores takes about 0.1 s). Up to 1 KiB a call
+# takes about a microsecond on shared memory: 50 calls would time the first milliseconds after
+# the ranks start, while the scheduler may still have two of them on one core (it spreads them
+# within a few ms), so those sizes get 1000 calls after 200 warm-up calls.
+SIZE_BANDS = ((1 << 10, 1000, 200), (64 << 10, 50, 5), (4 << 20, 20, 2),
+              (1 << 62, 5, 1))  # (up to bytes, -n, -w)
 
 
 @dataclasses.dataclass

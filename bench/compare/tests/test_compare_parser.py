@@ -180,9 +180,11 @@ class PlanTest(unittest.TestCase):
     def test_bands_split_the_sweep(self):
         bands = runners.plan_bands(8, 64 << 20)
         self.assertEqual([(b.first, b.last) for b in bands],
-                         [(8, 64 << 10), (128 << 10, 4 << 20), (8 << 20, 64 << 20)])
+                         [(8, 1 << 10), (2 << 10, 64 << 10), (128 << 10, 4 << 20),
+                          (8 << 20, 64 << 20)])
         self.assertEqual(sum(len(compare.band_sizes(b)) for b in bands), 24)
-        self.assertEqual(bands[0].args()[:6], ["-b", "8", "-e", "65536", "-f", "2"])
+        self.assertEqual(bands[0].args()[:6], ["-b", "8", "-e", "1024", "-f", "2"])
+        self.assertEqual((bands[0].iters, bands[0].warmup), (1000, 200))
 
     def test_explicit_sizes_and_iters(self):
         bands = runners.plan_bands(8, 64 << 20, sizes=[1 << 20, 8], iters=7)
