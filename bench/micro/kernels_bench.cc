@@ -5,7 +5,8 @@
 //   kernels_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 // Names: reduce/<case>/<variant>/<size>, memcpy/<size>, copy2/<size> (kernels::copy to two
 // destinations) next to memcpy_twice/<size> (two memcpy calls),
-// stream_add/<variant>/<size>; the "bytes" counter is bytes per second of CPU time (the runs
+// stream_add/<variant>/<size> and stream_add_nt/avx2/<size> (the same loop with non-temporal
+// stores); the "bytes" counter is bytes per second of CPU time (the runs
 // are single-threaded; CPU time keeps other processes on a shared machine out of the numbers).
 #include <benchmark/benchmark.h>
 
@@ -177,6 +178,9 @@ void registerAll() {
       if (variant != Variant::kAvx512Bf16) {
         benchmark::RegisterBenchmark(("stream_add/" + variantName + "/" + size).c_str(),
                                      benchStreamAdd, streamAddFor(variant), bytes);
+        if (StreamAddFn nt = streamAddNonTemporalFor(variant))
+          benchmark::RegisterBenchmark(("stream_add_nt/" + variantName + "/" + size).c_str(),
+                                       benchStreamAdd, nt, bytes);
       }
       for (const ReduceCase& c : kCases) {
         // The BF16-instruction variant differs from avx512 for bf16 only.

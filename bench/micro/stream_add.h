@@ -12,5 +12,9 @@ using StreamAddFn = void (*)(double* c, const double* a, const double* b, std::s
 
 /// The STREAM add for a variant's ISA (the caller checks the CPU runs it).
 StreamAddFn streamAddFor(kernels::cpu::Variant variant);
+/// The same add writing c with non-temporal (streaming) stores, which skip reading c's lines
+/// before writing them: AVX2 only (nullptr elsewhere). It tells whether the kernels would gain
+/// from such stores for outputs that are not re-read soon.
+StreamAddFn streamAddNonTemporalFor(kernels::cpu::Variant variant);
 
 }  // namespace braid::bench
