@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "nccl.h"
 #include "util/wait.h"
@@ -38,15 +39,17 @@ struct alignas(64) MailboxShared {
 
 void mailboxInit(MailboxShared* m);
 
-/// Sending end. `slot()` is where the next round's payload goes; `post()` publishes it.
+/// Sending end: post() writes one round's payload and publishes it.
 class MailboxSender {
  public:
   void attach(MailboxShared* m) { m_ = m; }
-  unsigned char* slot() const { return m_->entry[next_ & 1].data; }
-  void post(uint32_t bytes, const uint64_t op[3]) {
+  /// Writes header and payload in one burst, then the round number: the receiver polls this line,
+  /// and every store that found it there would pull it back first, so nothing else is interleaved.
+  void post(const void* payload, uint32_t bytes, const uint64_t op[3]) {
     MailboxEntry& e = m_->entry[next_ & 1];
     e.bytes = bytes;
     for (int i = 0; i < 3; i++) e.op[i] = op[i];
+    std::memcpy(e.data, payload, bytes);
     e.seq.store(next_, std::memory_order_seq_cst);
     next_++;
     notify(WakeWord{&e.seq, &m_->sleepers});

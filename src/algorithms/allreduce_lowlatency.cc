@@ -1,12 +1,14 @@
 // Low-latency allreduce for the smallest messages on one host: the one-shot exchange of Direct,
 // but through each FIFO's mailbox (transports/mailbox.h) instead of its slots. A rank writes
-// pre(x) straight into every peer's mailbox, where the round number shares a cache line with
+// pre(x) into every peer's mailbox in one burst, the round number in the same cache line as
 // the first bytes, and reduces the peers' contributions where they lie. An 8-byte allreduce then
 // costs one cache-line transfer per peer each way, against a slot, a head counter and a tail
 // counter per peer for Direct.
 //
 // Terms are combined in rank order 0..n-1, the same expression Direct evaluates, so every rank
 // gets bitwise-identical output and LowLatency and Direct agree bit for bit.
+#include <vector>
+
 #include "algorithms/primitives.h"
 #include "algorithms/registry.h"
 #include "core/comm.h"
@@ -28,22 +30,18 @@ class LowLatencyAllReduce : public Algorithm {
     const int n = comm.nranks, me = comm.rank;
     const size_t count = args.count;
     const auto bytes = static_cast<uint32_t>(count * args.elemSize);
-    // pre(x) goes into the first peer's mailbox (and the second's, in the same pass); the others
-    // get a copy. The first mailbox also serves as this rank's own term: the input may alias the
-    // output, and nothing rewrites the mailbox before the next round.
-    FifoSender& first = comm.sendTo[(me + 1) % n]->fifo();
-    FifoSender* second = n > 2 ? &comm.sendTo[(me + 2) % n]->fifo() : nullptr;
-    const unsigned char* own = first.mailbox().slot();
-    kernels::reduce(args.op, first.mailbox().slot(), second ? second->mailbox().slot() : nullptr,
-                    nullptr, args.sendbuff, count, kernels::kApplyPre);
-    for (int i = 3; i < n; i++)
-      kernels::copy(comm.sendTo[(me + i) % n]->fifo().mailbox().slot(), nullptr, own, bytes);
+    // pre(x) once, into a per-thread buffer that is also this rank's own term (the input may
+    // alias the output), then one burst per peer's mailbox.
+    thread_local std::vector<unsigned char> own;
+    if (own.size() < kMailboxBytes) own.resize(kMailboxBytes);
+    kernels::reduce(args.op, own.data(), nullptr, nullptr, args.sendbuff, count,
+                    kernels::kApplyPre);
     for (int i = 1; i < n; i++)
-      comm.sendTo[(me + i) % n]->fifo().mailbox().post(bytes, args.fingerprint.words);
+      comm.sendTo[(me + i) % n]->fifo().mailbox().post(own.data(), bytes, args.fingerprint.words);
 
     const void* acc = nullptr;
     for (int k = 0; k < n; k++) {
-      const void* term = own;
+      const void* term = own.data();
       if (k != me) {
         const MailboxEntry* e;
         BRAID_TRY(comm.recvFrom[k]->fifo().waitMailbox(comm.policy, &e));

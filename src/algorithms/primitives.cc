@@ -14,13 +14,7 @@ bool allPairsConnected(const ncclComm& comm) {
 }
 
 bool allPeersShareMemory(const ncclComm& comm) {
-  if (!allPairsConnected(comm)) return false;
-  for (int p = 0; p < comm.nranks; p++) {
-    if (p == comm.rank) continue;
-    const char* t = comm.sendTo[p]->transportName();
-    if (strcmp(t, "shm") != 0 && strcmp(t, "local") != 0) return false;
-  }
-  return true;
+  return comm.peersShareMemory;  // decided once the connections are made (commInit)
 }
 
 ncclResult_t waitForSlot(ncclComm& comm, const CollArgs& args, int from, size_t bytes,

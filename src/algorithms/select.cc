@@ -24,8 +24,9 @@ namespace braid {
 namespace {
 
 // Chosen whenever they support the call (and NCCL_ALGO allows them), before any ranking: Self
-// for one rank, then algorithms that beat every other one where they apply at all.
-constexpr const char* kAlwaysPreferred[] = {"Self", "ZeroCopy"};
+// for one rank, then algorithms that beat every other one where they apply at all (ZeroCopy on
+// registered buffers, LowLatency up to one mailbox entry: docs/performance.md).
+constexpr const char* kAlwaysPreferred[] = {"Self", "ZeroCopy", "LowLatency"};
 
 bool equalNoCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;

@@ -189,6 +189,13 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
              comm->costModel.cost.alphaUs, comm->costModel.cost.gbps,
              comm->costModel.cost.reduceGbps, comm->costModel.oversubscribe);
   BRAID_TRY(connectPeers(comm, ctx));
+  comm->peersShareMemory = true;
+  for (int p = 0; p < nranks; p++) {
+    if (p == rank) continue;
+    const bool connected = comm->sendTo[p] && comm->recvFrom[p];
+    const std::string t = connected ? comm->sendTo[p]->transportName() : "";
+    if (t != "shm" && t != "local") comm->peersShareMemory = false;
+  }
   // Proxy threads move TCP data: a rank spinning on a core they need only delays them.
   for (auto& c : comm->sendTo)
     if (c && comm->config.spinIters < 0 && std::string(c->transportName()) == "tcp")

@@ -78,6 +78,9 @@ struct ncclComm {
   braid::Worker worker;       ///< runs this communicator's share of a multi-communicator group
   braid::CommCostModel costModel;  ///< the tuner's constants, the same on every rank (commInit)
   std::atomic<const char*> lastAlgorithm{nullptr};  ///< what the last collective ran with
+  /// Every peer connected over memory both ends map (shm or same-process); set at init, asked
+  /// by every small collective (allPeersShareMemory).
+  bool peersShareMemory = false;
 };
 
 namespace braid {
