@@ -144,7 +144,10 @@ static ncclResult_t runBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
       cpuRelax();
       continue;
     }
-    if (idle == budget) comm.policy.spinNow = budget / 2;  // spinning did not pay this time
+    // Spinning did not pay this time: halve the budget, but keep the floor every wait keeps
+    // (util/wait.h): a budget of zero could never grow back, and a 2-rank send/recv then slept
+    // on every call (18 us for 8 bytes).
+    if (idle == budget) comm.policy.spinNow = std::max(comm.policy.spinIters / 10, budget / 2);
     if (comm.abortFlag.load())
       return fail(ncclInvalidUsage, "point-to-point: communicator aborted");
     if (deadline.expired())
