@@ -48,8 +48,9 @@ EXIT_UNSUPPORTED = 69
 # allreduce over loopback TCP with 4 ranks on 2 cores takes about 0.1 s). Up to 1 KiB a call
 # takes about a microsecond on shared memory: 50 calls would time the first milliseconds after
 # the ranks start, while the scheduler may still have two of them on one core (it spreads them
-# within a few ms), so those sizes get 1000 calls after 200 warm-up calls.
-SIZE_BANDS = ((1 << 10, 1000, 200), (64 << 10, 50, 5), (4 << 20, 20, 2),
+# within a few ms), so those sizes get 1000 calls after 200 warm-up calls, and sizes up to
+# 64 KiB 50 warm-up calls for the same reason.
+SIZE_BANDS = ((1 << 10, 1000, 200), (64 << 10, 100, 50), (4 << 20, 20, 2),
               (1 << 62, 5, 1))  # (up to bytes, -n, -w)
 
 

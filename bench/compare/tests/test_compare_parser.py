@@ -185,6 +185,7 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(sum(len(compare.band_sizes(b)) for b in bands), 24)
         self.assertEqual(bands[0].args()[:6], ["-b", "8", "-e", "1024", "-f", "2"])
         self.assertEqual((bands[0].iters, bands[0].warmup), (1000, 200))
+        self.assertEqual((bands[1].iters, bands[1].warmup), (100, 50))
 
     def test_explicit_sizes_and_iters(self):
         bands = runners.plan_bands(8, 64 << 20, sizes=[1 << 20, 8], iters=7)
