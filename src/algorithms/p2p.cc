@@ -131,23 +131,21 @@ static ncclResult_t runBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
     }
     if (progressed) {
       // Spinning paid (the peer answered within the budget): grow the budget back.
-      int& now = comm.policy.spinNow;
-      if (idle > 0 && now >= 0 && idle < now) now = std::min(comm.policy.spinIters, now * 2 + 16);
+      if (idle > 0 && idle < comm.policy.spinBudget()) comm.policy.spinPaid();
       idle = 0;
       continue;
     }
     // Nothing moved: spin within the communicator's adaptive budget (as every other wait
     // does), then sleep on the first pending transfer's FIFO word, so its peer's post or
     // release wakes this rank at once; the other transfers are polled between slices.
-    const int budget = comm.policy.spinNow >= 0 ? comm.policy.spinNow : comm.policy.spinIters;
+    const int budget = comm.policy.spinBudget();
     if (++idle < budget) {
       cpuRelax();
       continue;
     }
-    // Spinning did not pay this time: halve the budget, but keep the floor every wait keeps
-    // (util/wait.h): a budget of zero could never grow back, and a 2-rank send/recv then slept
-    // on every call (18 us for 8 bytes).
-    if (idle == budget) comm.policy.spinNow = std::max(comm.policy.spinIters / 10, budget / 2);
+    // Spinning did not pay this time (the floor it keeps took a 2-rank 8-byte send/recv from
+    // 18 us to 1.7).
+    if (idle == budget) comm.policy.spinFailed(budget);
     if (comm.abortFlag.load())
       return fail(ncclInvalidUsage, "point-to-point: communicator aborted");
     if (deadline.expired())

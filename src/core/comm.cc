@@ -1,6 +1,5 @@
 #include "core/comm.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,13 +24,6 @@ std::atomic<uint64_t> registryFrees{0};
 std::unordered_set<const ncclComm*>& registry() {
   static auto* live = new std::unordered_set<const ncclComm*>();
   return *live;
-}
-
-int onlineCores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? static_cast<int>(n) : 1;
 }
 
 // Spinning only pays while every rank on this host has a core of its own; oversubscribed ranks
@@ -151,7 +143,8 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   PeerInfo me = localPeerInfo(rank);
   // Rank 0's tuner constants ride along: every rank must rank the algorithms alike.
   TunerWire tuner;
-  if (rank == 0) tuner = tunerWireFor(hostLinkCosts().costs, onlineCores());
+  // (Its core count is filled in after the exchange, from every rank's affinity mask.)
+  if (rank == 0) tuner = tunerWireFor(hostLinkCosts().costs, 0);
   std::string info(reinterpret_cast<const char*>(&me), sizeof(me));
   info.append(reinterpret_cast<const char*>(&tuner), sizeof(tuner));
   std::vector<std::string> infos;

@@ -13,8 +13,7 @@ ncclResult_t waitSlow(const WaitPolicy& policy, const WakeWord& w, bool (*ready)
   for (int i = 0; i < 4; i++) {
     sched_yield();
     if (ready(readyArg)) {
-      if (policy.spinNow < policy.spinIters)
-        policy.spinNow = std::min(policy.spinIters, policy.spinNow * 2 + 16);
+      policy.spinPaid();
       return ncclSuccess;
     }
   }

@@ -43,6 +43,16 @@ struct WaitPolicy {
   /// communicator waits with it.
   mutable int spinNow = -1;
   StallObserver* stall = nullptr;  ///< the running operation's mismatch watch, if any
+
+  /// Polls a wait may spend before it sleeps.
+  int spinBudget() const { return spinNow >= 0 ? spinNow : spinIters; }
+  /// The peer answered while this rank spun or yielded: grow the budget back towards spinIters.
+  void spinPaid() const { spinNow = std::min(spinIters, spinBudget() * 2 + 16); }
+  /// A spin of `budget` polls ended without the peer: halve it, never below a tenth of spinIters
+  /// (about 60 us of polling by default, longer than a sleeping peer takes to wake). Two ranks
+  /// whose budgets had both collapsed would otherwise each sleep until the other woke it, for
+  /// good (8-byte allreduces at 66 us per call instead of 0.6).
+  void spinFailed(int budget) const { spinNow = std::max(spinIters / 10, budget / 2); }
 };
 
 /// The word a waiter sleeps on and the count of sleepers the other side checks before waking.
@@ -66,18 +76,15 @@ template <class Ready>
 inline ncclResult_t waitUntil(const WaitPolicy& policy, const WakeWord& w, const Ready& ready,
                               LivenessCheck* peer, const char* what) {
   if (ready()) return ncclSuccess;
-  const int budget = policy.spinNow >= 0 ? policy.spinNow : policy.spinIters;
+  const int budget = policy.spinBudget();
   for (int i = 0; i < budget; i++) {
     cpuRelax();
     if (ready()) {
-      if (budget < policy.spinIters) policy.spinNow = std::min(policy.spinIters, budget * 2 + 16);
+      if (budget < policy.spinIters) policy.spinPaid();
       return ncclSuccess;
     }
   }
-  // Never below a tenth of the full budget (about 60 us by default, longer than a sleeping
-  // peer takes to wake): two ranks whose budgets had both collapsed would otherwise each sleep
-  // until the other woke it, for good (8-byte allreduces at 66 us per call instead of 0.6).
-  policy.spinNow = std::max(policy.spinIters / 10, budget / 2);
+  policy.spinFailed(budget);
   return detail::waitSlow(
       policy, w, [](const void* r) { return (*static_cast<const Ready*>(r))(); }, &ready, peer,
       what);
