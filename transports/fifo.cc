@@ -1,8 +1,11 @@
 #include "transports/fifo.h"
 
+#include <chrono>
 #include <cstring>
 #include <new>
+#include <thread>
 
+#include "util/clock.h"
 #include "util/status.h"
 
 namespace braid {
@@ -26,6 +29,9 @@ FifoControl* fifoInit(void* mem, uint32_t nslots, size_t slotBytes) {
   for (auto& w : c->statusOp) w.store(0);
   c->slotBytes = slotBytes;
   memset(c->info, 0, sizeof(c->info));
+  for (auto& p : c->lent) p = nullptr;
+  for (auto& l : c->landing) l.store(kLandFree);
+  memset(c->claims, 0, sizeof(c->claims));
   mailboxInit(&c->mailbox);
   return c;
 }
@@ -58,8 +64,9 @@ bool FifoReceiver::peerStatus(uint64_t status[kFifoStatusWords]) const {
   return fifoReadStatus(ctrl_, status);
 }
 
-void FifoSender::attach(FifoControl* ctrl, LivenessCheck* peer) {
+void FifoSender::attach(FifoControl* ctrl, LivenessCheck* peer, bool acceptsLent) {
   ctrl_ = ctrl;
+  acceptsLent_ = acceptsLent;
   data_ = fifoSlots(ctrl);
   nslots_ = ctrl->nslots;
   slotBytes_ = ctrl->slotBytes;
@@ -68,8 +75,9 @@ void FifoSender::attach(FifoControl* ctrl, LivenessCheck* peer) {
   mailbox_.attach(&ctrl->mailbox);
 }
 
-void FifoReceiver::attach(FifoControl* ctrl, LivenessCheck* peer) {
+void FifoReceiver::attach(FifoControl* ctrl, LivenessCheck* peer, bool acceptsClaims) {
   ctrl_ = ctrl;
+  acceptsClaims_ = acceptsClaims;
   data_ = fifoSlots(ctrl);
   nslots_ = ctrl->nslots;
   slotBytes_ = ctrl->slotBytes;
@@ -91,6 +99,50 @@ ncclResult_t FifoSender::waitForSpace(const WaitPolicy& policy) {
     return fail(ncclRemoteError, "connection to peer closed");
   }
   return ncclSuccess;
+}
+
+ncclResult_t FifoSender::waitReleased(const WaitPolicy& policy) {
+  FifoControl* c = ctrl_;
+  uint32_t head = head_;
+  auto ready = [c, head] {
+    return c->tail.load(std::memory_order_acquire) == head || c->closed.load() != 0;
+  };
+  ncclResult_t r = waitUntil(policy, WakeWord{&c->tail, &c->tailSleepers}, ready, peer_,
+                             "waiting for the peer's connection to send this rank's buffer");
+  if (r == ncclSuccess && c->tail.load(std::memory_order_acquire) == head) return ncclSuccess;
+  // The reader may still hold lent memory that the caller is about to hand back to the user.
+  if (peer_) peer_->sever();
+  if (r != ncclSuccess) return r;
+  if (peer_) BRAID_TRY(peer_->check());
+  return fail(ncclRemoteError, "connection to peer closed");
+}
+
+bool FifoReceiver::claim(uint32_t position, void* dst, const SlotInfo& expect) {
+  if (!acceptsClaims_ || position - tail_ > nslots_) return false;
+  const uint32_t k = position % nslots_;
+  LandingClaim& c = ctrl_->claims[k];
+  c.dst = dst;
+  c.bytes = expect.bytes;
+  c.position = position;
+  memcpy(c.op, expect.op, sizeof(c.op));
+  uint32_t expected = kLandFree;
+  return ctrl_->landing[k].compare_exchange_strong(expected, kLandClaimed,
+                                                   std::memory_order_acq_rel);
+}
+
+void FifoReceiver::revoke(uint32_t position, const WaitPolicy& policy) {
+  std::atomic<uint32_t>& state = ctrl_->landing[position % nslots_];
+  uint32_t expected = kLandClaimed;
+  if (ctrl_->claims[position % nslots_].position != position ||
+      state.compare_exchange_strong(expected, kLandFree, std::memory_order_acq_rel) ||
+      expected != kLandBusy)
+    return;
+  // The filler is writing into the claimed buffer: let it finish, or cut it off.
+  Deadline deadline = Deadline::after(policy.timeoutS);
+  while (state.load(std::memory_order_acquire) == kLandBusy && !closed() && !deadline.expired() &&
+         !(policy.abort && policy.abort->load()))
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  if (state.load(std::memory_order_acquire) == kLandBusy && peer_) peer_->sever();
 }
 
 ncclResult_t FifoReceiver::waitForData(const WaitPolicy& policy) {

@@ -27,6 +27,23 @@ struct SlotInfo {
   uint64_t op[3];  ///< the sending operation's fingerprint, opaque here (algorithms/fingerprint.h)
 };
 
+/// A receive the rank asked to have land straight in its own buffer (FifoReceiver::claim): the
+/// reader-side proxy receives the slot at `position` into `dst` when its header matches.
+struct LandingClaim {
+  void* dst;
+  uint32_t bytes;
+  uint32_t position;
+  uint64_t op[3];
+};
+/// States of a slot position's landing (FifoControl::landing).
+enum LandingState : uint32_t {
+  kLandFree = 0,  ///< nothing asked; the proxy receives into the slot
+  kLandClaimed,   ///< the rank claimed it; the proxy has not reached it
+  kLandBusy,      ///< the proxy is receiving into the claimed buffer
+  kLandLanded,    ///< the payload is in the claimed buffer
+  kLandInSlot,    ///< the payload is in the slot (unclaimed, or the header did not match)
+};
+
 /// Control block at the start of a FIFO's memory; counters on their own cache lines.
 struct alignas(64) FifoControl {
   alignas(64) std::atomic<uint32_t> head;    ///< slots published by the sender
@@ -43,6 +60,14 @@ struct alignas(64) FifoControl {
   std::atomic<uint64_t> statusOp[kFifoStatusWords];
   uint64_t slotBytes;
   alignas(64) SlotInfo info[kMaxFifoSlots];
+  /// Where slot k's payload really is when the sender lent its own memory instead of copying
+  /// into the slot (FifoSender::postLent); nullptr: in the slot. Only a FIFO read by a thread of
+  /// the sender's own process (a TCP proxy) accepts lent memory.
+  const void* lent[kMaxFifoSlots];
+  /// Receives landing in the rank's own buffers, per slot; only where a thread of the receiving
+  /// rank's process fills the FIFO (a TCP proxy).
+  std::atomic<uint32_t> landing[kMaxFifoSlots];
+  LandingClaim claims[kMaxFifoSlots];
   /// Small messages in memory both ends map (mailbox.h); unused where a proxy moves the slots.
   MailboxShared mailbox;
 };
@@ -66,7 +91,8 @@ class FifoSender {
  public:
   FifoSender() = default;
   FifoSender(FifoControl* ctrl, LivenessCheck* peer) { attach(ctrl, peer); }
-  void attach(FifoControl* ctrl, LivenessCheck* peer);
+  /// acceptsLent: the reader is a thread of this process, so postLent() may be used.
+  void attach(FifoControl* ctrl, LivenessCheck* peer, bool acceptsLent = false);
 
   size_t slotBytes() const { return slotBytes_; }
   /// Waits for a free slot and returns where to write it.
@@ -89,11 +115,24 @@ class FifoSender {
   void post(uint32_t bytes, uint32_t tag) { post(SlotInfo{bytes, tag, {}}); }
   /// Publishes the acquired slot with its full descriptor.
   void post(const SlotInfo& info) {
-    ctrl_->info[head_ % nslots_] = info;
-    head_++;
-    ctrl_->head.store(head_, std::memory_order_seq_cst);
-    notify(WakeWord{&ctrl_->head, &ctrl_->headSleepers});
+    if (acceptsLent_) ctrl_->lent[head_ % nslots_] = nullptr;
+    postDescriptor(info);
   }
+  /// True when postLent() may be used (the reader is a thread of this process).
+  bool acceptsLent() const { return acceptsLent_; }
+  /// Publishes the acquired slot with its payload at `data` (this rank's memory) instead of in
+  /// the slot: the reader sends it from there, saving a copy. `data` must stay unchanged until
+  /// the slot is released; waitReleased() waits for that.
+  void postLent(const void* data, const SlotInfo& info) {
+    ctrl_->lent[head_ % nslots_] = data;
+    postDescriptor(info);
+  }
+  /// Waits until the reader has released every slot posted so far (lent memory is free again).
+  /// On failure (timeout, abort, dead peer) the connection is severed, so the reader can never
+  /// touch the lent memory after this returns.
+  ncclResult_t waitReleased(const WaitPolicy& policy);
+  /// Slots posted so far.
+  uint32_t posted() const { return head_; }
   FifoControl* control() const { return ctrl_; }
   MailboxSender& mailbox() { return mailbox_; }
   /// Publishes the sender's current operation (a fingerprint) for the receiver, and wakes whoever
@@ -101,12 +140,19 @@ class FifoSender {
   void publishStatus(const uint64_t status[kFifoStatusWords]);
 
  private:
+  void postDescriptor(const SlotInfo& info) {
+    ctrl_->info[head_ % nslots_] = info;
+    head_++;
+    ctrl_->head.store(head_, std::memory_order_seq_cst);
+    notify(WakeWord{&ctrl_->head, &ctrl_->headSleepers});
+  }
   ncclResult_t waitForSpace(const WaitPolicy& policy);
   FifoControl* ctrl_ = nullptr;
   char* data_ = nullptr;
   uint32_t nslots_ = 0;
   size_t slotBytes_ = 0;
   uint32_t head_ = 0;
+  bool acceptsLent_ = false;
   LivenessCheck* peer_ = nullptr;
   MailboxSender mailbox_;
 };
@@ -116,7 +162,8 @@ class FifoReceiver {
  public:
   FifoReceiver() = default;
   FifoReceiver(FifoControl* ctrl, LivenessCheck* peer) { attach(ctrl, peer); }
-  void attach(FifoControl* ctrl, LivenessCheck* peer);
+  /// acceptsClaims: the FIFO is filled by a thread of this process, so claim() may be used.
+  void attach(FifoControl* ctrl, LivenessCheck* peer, bool acceptsClaims = false);
 
   size_t slotBytes() const { return slotBytes_; }
   /// Waits for the next slot; returns its data and descriptor.
@@ -137,11 +184,45 @@ class FifoReceiver {
   }
   bool closed() const { return ctrl_->closed.load(std::memory_order_relaxed) != 0; }
   LivenessCheck* liveness() const { return peer_; }
+  /// Where the payload of the slot returned by wait()/tryWait() is: lent memory of the sender
+  /// (FifoSender::postLent) or the slot itself.
+  const void* payload(const void* slot) const {
+    const void* lent = ctrl_->lent[tail_ % nslots_];
+    return lent ? lent : slot;
+  }
+  /// Where the payload of the slot returned by wait() is: the rank's own buffer it claimed
+  /// (claim()) or the slot itself.
+  const void* landedPayload(const void* slot) const {
+    if (!acceptsClaims_ ||
+        ctrl_->landing[tail_ % nslots_].load(std::memory_order_acquire) != kLandLanded)
+      return slot;
+    return ctrl_->claims[tail_ % nslots_].dst;
+  }
+  bool acceptsClaims() const { return acceptsClaims_; }
+  uint32_t nslots() const { return nslots_; }
+  /// The position of the next slot wait() returns.
+  uint32_t position() const { return tail_; }
+  /// Asks that the slot at `position` (no more than nslots past position(); exactly nslots only
+  /// from inside release's hand-over, see releaseAndClaim) land in `dst` when its descriptor is
+  /// `expect`. False when the filler already passed that position.
+  bool claim(uint32_t position, void* dst, const SlotInfo& expect);
+  /// Withdraws a claim that will not be consumed (an operation that failed): afterwards nothing
+  /// writes into its buffer. Waits while a landing is in progress; severs the connection if it
+  /// does not end within the policy's timeout.
+  void revoke(uint32_t position, const WaitPolicy& policy);
+  /// Gives the slot back and, before the filler can reuse it, claims its next use (position() +
+  /// nslots) for `dst` (when `dst` is not null).
+  void releaseAndClaim(void* dst, const SlotInfo& expect) {
+    if (acceptsClaims_) {
+      ctrl_->landing[tail_ % nslots_].store(kLandFree, std::memory_order_relaxed);
+      if (dst) claim(tail_ + nslots_, dst, expect);
+    }
+    advance();
+  }
   /// Gives the slot returned by wait() back to the sender.
   void release() {
-    tail_++;
-    ctrl_->tail.store(tail_, std::memory_order_seq_cst);
-    notify(WakeWord{&ctrl_->tail, &ctrl_->tailSleepers});
+    if (acceptsClaims_) ctrl_->landing[tail_ % nslots_].store(kLandFree, std::memory_order_relaxed);
+    advance();
   }
   FifoControl* control() const { return ctrl_; }
   MailboxReceiver& mailbox() { return mailbox_; }
@@ -154,11 +235,17 @@ class FifoReceiver {
 
  private:
   ncclResult_t waitForData(const WaitPolicy& policy);
+  void advance() {
+    tail_++;
+    ctrl_->tail.store(tail_, std::memory_order_seq_cst);
+    notify(WakeWord{&ctrl_->tail, &ctrl_->tailSleepers});
+  }
   FifoControl* ctrl_ = nullptr;
   char* data_ = nullptr;
   uint32_t nslots_ = 0;
   size_t slotBytes_ = 0;
   uint32_t tail_ = 0;
+  bool acceptsClaims_ = false;
   LivenessCheck* peer_ = nullptr;
   MailboxReceiver mailbox_;
 };

@@ -11,6 +11,48 @@
 namespace braid {
 namespace {
 
+// Which elements chunk c of the loop starting at element `base` covers. Chunks past the end are
+// empty but still travel, keeping every rank in step.
+struct RingLayout {
+  size_t count, chunkMax, align;
+  int n;
+  size_t chunkFor(size_t base) const {
+    size_t chunk = std::min(chunkMax, (count - base + n - 1) / n);
+    return std::min(chunkMax, (chunk + align - 1) / align * align);
+  }
+  void range(size_t base, size_t chunk, int c, size_t* off, size_t* len) const {
+    size_t start = base + static_cast<size_t>(c) * chunk;
+    *off = start;
+    *len = start >= count ? 0 : std::min(chunk, count - start);
+  }
+};
+
+// The allgather half's receives are final values copied unchanged: they can land in the output
+// straight from a TCP socket. Each loop receives n-1 partial sums, then n-1 final chunks.
+class RingLanding : public LandingPlan {
+ public:
+  RingLanding(const RingLayout& layout, patterns::Ring ring, char* out, size_t es)
+      : layout_(layout), ring_(ring), out_(out), es_(es) {}
+  bool landing(size_t k, void** dst, size_t* n) const override {
+    const size_t perLoop = 2 * static_cast<size_t>(layout_.n - 1);
+    const size_t loop = k / perLoop, r = k % perLoop;
+    const size_t base = loop * static_cast<size_t>(layout_.n) * layout_.chunkMax;
+    if (r < perLoop / 2 || base >= layout_.count) return false;
+    size_t off, len;
+    int step = static_cast<int>(r - perLoop / 2) + 1;
+    layout_.range(base, layout_.chunkFor(base), ring_.chunkAt(step), &off, &len);
+    *dst = out_ + off * es_;
+    *n = len;
+    return len > 0;
+  }
+
+ private:
+  RingLayout layout_;
+  patterns::Ring ring_;
+  char* out_;
+  size_t es_;
+};
+
 class RingAllReduce : public Algorithm {
  public:
   const char* name() const override { return "Ring"; }
@@ -23,39 +65,38 @@ class RingAllReduce : public Algorithm {
     const int n = comm.nranks;
     int prev = ring.prev(), next = ring.next();
     Primitives prims(comm, args, std::span<const int>(&prev, 1), std::span<const int>(&next, 1));
-    const size_t count = args.count, chunkMax = prims.maxElems();
-    const size_t align = std::max<size_t>(1, 64 / args.elemSize);
+    const size_t count = args.count;
+    const RingLayout layout{count, prims.maxElems(), std::max<size_t>(1, 64 / args.elemSize), n};
     auto* in = static_cast<const char*>(args.sendbuff);
     auto* out = static_cast<char*>(args.recvbuff);
     const size_t es = args.elemSize;
+    // Lent memory: each chunk's input is sent once (first step) and written over in place only
+    // by the chunk's final value, which exists only after the next rank received that input;
+    // final values are not written again.
+    prims.lendBuffers();
+    RingLanding landing(layout, ring, out, es);
+    prims.landReceives(landing);
 
-    for (size_t base = 0; base < count; base += static_cast<size_t>(n) * chunkMax) {
-      size_t remaining = count - base;
-      size_t chunk = std::min(chunkMax, (remaining + n - 1) / n);
-      chunk = std::min(chunkMax, (chunk + align - 1) / align * align);
-      // Chunks past the end are empty but still travel, keeping every rank in step.
-      auto range = [&](int c, size_t* off, size_t* len) {
-        size_t start = base + static_cast<size_t>(c) * chunk;
-        *off = start;
-        *len = start >= count ? 0 : std::min(chunk, count - start);
-      };
+    for (size_t base = 0; base < count; base += static_cast<size_t>(n) * layout.chunkMax) {
+      const size_t chunk = layout.chunkFor(base);
       size_t off, len;
-      range(ring.chunkAt(1), &off, &len);
+      auto range = [&](int step) { layout.range(base, chunk, ring.chunkAt(step), &off, &len); };
+      range(1);
       BRAID_TRY(prims.send(in + off * es, len));
       for (int step = 2; step < n; step++) {
-        range(ring.chunkAt(step), &off, &len);
+        range(step);
         BRAID_TRY(prims.recvReduceSend(in + off * es, len));
       }
-      range(ring.chunkAt(0), &off, &len);
+      range(0);
       BRAID_TRY(prims.recvReduceCopySend(in + off * es, out + off * es, len));
       for (int step = 1; step < n - 1; step++) {
-        range(ring.chunkAt(step), &off, &len);
+        range(step);
         BRAID_TRY(prims.recvCopySend(out + off * es, len));
       }
-      range(ring.chunkAt(n - 1), &off, &len);
+      range(n - 1);
       BRAID_TRY(prims.recv(out + off * es, len));
     }
-    return ncclSuccess;
+    return prims.finish();
   }
 };
 

@@ -1,5 +1,6 @@
 #include "algorithms/primitives.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -44,6 +45,58 @@ Primitives::Primitives(ncclComm& comm, const CollArgs& args, std::span<const int
   // Steps stay multiples of 64 bytes so the kernels see aligned vectors after the first step.
   maxElems_ = (slot / args.elemSize) & ~size_t(63);
   if (maxElems_ == 0) maxElems_ = slot / args.elemSize;
+}
+
+Primitives::~Primitives() {
+  if (!lentPending_ && !plan_) return;
+  // An error path (the call returns early): the connections must let go of the user's buffers
+  // before it returns. A healthy connection does so within milliseconds; one that does not is
+  // stuck behind the peer that failed the call, and is cut (the communicator is unusable after
+  // such an error anyway) rather than adding a second timeout to the error's.
+  WaitPolicy quick = comm_.policy;
+  quick.timeoutS = std::min(quick.timeoutS, 0.1);
+  quick.stall = nullptr;
+  if (lentPending_) {
+    lentPending_ = false;
+    (void)send_[0]->waitReleased(quick);
+  }
+  if (plan_) {
+    // Receives this call will not consume (it failed): nothing may land in them afterwards.
+    for (size_t k = received_; k < claimedTo_; k++) {
+      void* dst;
+      size_t n;
+      if (plan_->landing(k, &dst, &n))
+        recv_[0]->revoke(planBase_ + static_cast<uint32_t>(k), quick);
+    }
+  }
+}
+
+void Primitives::landReceives(const LandingPlan& plan) {
+  if (nrecv_ != 1 || !recv_[0]->acceptsClaims()) return;
+  plan_ = &plan;
+  planBase_ = recv_[0]->position();
+  for (size_t k = 0; k < recv_[0]->nslots(); k++) claimLanding(k, false);
+}
+
+// handOver: claim receive k while releasing receive k - nslots, which used the same slot.
+void Primitives::claimLanding(size_t k, bool handOver) {
+  void* dst = nullptr;
+  size_t n = 0;
+  if (!plan_->landing(k, &dst, &n) || n == 0) dst = nullptr;
+  const SlotInfo expect = slotInfo(static_cast<uint32_t>(n * args_.elemSize), args_.fingerprint);
+  if (handOver)
+    recv_[0]->releaseAndClaim(dst, expect);
+  else if (dst)
+    recv_[0]->claim(planBase_ + static_cast<uint32_t>(k), dst, expect);
+  claimedTo_ = k + 1;
+}
+
+ncclResult_t Primitives::finish() {
+  if (!lentPending_) return ncclSuccess;
+  lentPending_ = false;
+  if (ncclResult_t r = send_[0]->waitReleased(comm_.policy); r != ncclSuccess)
+    return describeStall(r, sendPeer_[0], true);
+  return ncclSuccess;
 }
 
 ncclResult_t Primitives::acquireSends(size_t) {
@@ -100,12 +153,21 @@ void Primitives::postSends(size_t n) {
   for (int i = 0; i < nsend_; i++) send_[i]->post(info);
 }
 
+void Primitives::postLent(const void* data, size_t n) {
+  send_[0]->postLent(data, slotInfo(static_cast<uint32_t>(n * args_.elemSize), args_.fingerprint));
+  lentPending_ = true;
+}
+
 void Primitives::releaseRecvs() {
+  if (plan_) {
+    claimLanding(received_++ + recv_[0]->nslots(), true);
+    return;
+  }
   for (int i = 0; i < nrecv_; i++) recv_[i]->release();
 }
 
 ncclResult_t Primitives::send(const void* src, size_t n) {
-  if (!args_.reduction) return copySend(src, n);
+  if (!args_.reduction || (lend_ && !args_.op.preMul)) return copySend(src, n);
   BRAID_TRY(acquireSends(n));
   kernels::reduce(args_.op, sendSlot_[0], nsend_ > 1 ? sendSlot_[1] : nullptr, nullptr, src, n,
                   kernels::kApplyPre);
@@ -115,6 +177,10 @@ ncclResult_t Primitives::send(const void* src, size_t n) {
 
 ncclResult_t Primitives::copySend(const void* src, size_t n) {
   BRAID_TRY(acquireSends(n));
+  if (lend_) {
+    postLent(src, n);
+    return ncclSuccess;
+  }
   kernels::copy(sendSlot_[0], nsend_ > 1 ? sendSlot_[1] : nullptr, src, n * args_.elemSize);
   postSends(n);
   return ncclSuccess;
@@ -135,7 +201,7 @@ ncclResult_t Primitives::copyCopySend(const void* src, void* dst, size_t n) {
 
 ncclResult_t Primitives::recv(void* dst, size_t n) {
   BRAID_TRY(waitRecvs(n));
-  kernels::copy(dst, nullptr, recvSlot_[0], n * args_.elemSize);
+  if (received() != dst) kernels::copy(dst, nullptr, received(), n * args_.elemSize);
   releaseRecvs();
   return ncclSuccess;
 }
@@ -155,7 +221,7 @@ ncclResult_t Primitives::recvReduceSend(const void* src, size_t n) {
 ncclResult_t Primitives::recvReduceCopySend(const void* src, void* dst, size_t n) {
   BRAID_TRY(waitRecvs(n));
   BRAID_TRY(acquireSends(n));
-  void* firstSend = nsend_ > 0 ? sendSlot_[0] : nullptr;
+  void* firstSend = nsend_ > 0 && !lend_ ? sendSlot_[0] : nullptr;
   if (nrecv_ == 1) {
     // One read of each operand, the final value written to the output and the next peer at once.
     kernels::reduce(args_.op, dst, firstSend, recvSlot_[0], src, n,
@@ -166,7 +232,10 @@ ncclResult_t Primitives::recvReduceCopySend(const void* src, void* dst, size_t n
   }
   if (nsend_ > 1) kernels::copy(sendSlot_[1], nullptr, dst, n * args_.elemSize);
   releaseRecvs();
-  postSends(n);
+  if (lend_)
+    postLent(dst, n);
+  else
+    postSends(n);
   return ncclSuccess;
 }
 
@@ -174,8 +243,19 @@ ncclResult_t Primitives::recvCopySend(void* dst, size_t n) {
   BRAID_TRY(waitRecvs(n));
   BRAID_TRY(acquireSends(n));
   size_t bytes = n * args_.elemSize;
-  kernels::copy(dst, nsend_ > 0 ? sendSlot_[0] : nullptr, recvSlot_[0], bytes);
-  if (nsend_ > 1) kernels::copy(sendSlot_[1], nullptr, recvSlot_[0], bytes);
+  if (lend_) {
+    if (received() != dst) kernels::copy(dst, nullptr, received(), bytes);
+    releaseRecvs();
+    postLent(dst, n);
+    return ncclSuccess;
+  }
+  const void* src = received();
+  void* firstSend = nsend_ > 0 ? sendSlot_[0] : nullptr;
+  if (src != dst)
+    kernels::copy(dst, firstSend, src, bytes);
+  else if (firstSend)
+    kernels::copy(firstSend, nullptr, src, bytes);
+  if (nsend_ > 1) kernels::copy(sendSlot_[1], nullptr, src, bytes);
   releaseRecvs();
   postSends(n);
   return ncclSuccess;

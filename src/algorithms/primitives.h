@@ -36,14 +36,43 @@ inline Block blockOf(size_t count, int n, int j) {
   return {start, per < count - start ? per : count - start};
 }
 
+/// Where an algorithm's receives of final data end up, so that a TCP proxy can receive them
+/// straight there instead of into a slot (Primitives::landReceives). Receives are counted from 0
+/// in the order the algorithm waits for them.
+class LandingPlan {
+ public:
+  virtual ~LandingPlan() = default;
+  /// The k-th receive's destination and element count when it is final data the algorithm takes
+  /// unchanged (recv, recvCopySend); false when it reduces it or the call has no k-th receive.
+  virtual bool landing(size_t k, void** dst, size_t* n) const = 0;
+};
+
 class Primitives {
  public:
   /// recvPeers/sendPeers: ranks whose connections this step pattern uses (-1 entries skipped).
   Primitives(ncclComm& comm, const CollArgs& args, std::span<const int> recvPeers,
              std::span<const int> sendPeers);
 
+  /// Waits (bounded) for lent buffers still queued, if finish() was not reached.
+  ~Primitives();
+
   /// Largest element count one step can carry.
   size_t maxElems() const { return maxElems_; }
+
+  /// Lets sends go out of this rank's own buffers instead of through a copy into the slot, where
+  /// the connection's reader is a thread of this process (TCP's proxy): send()/copySend() lend
+  /// `src` (unless a pre-op must transform it), recvReduceCopySend()/recvCopySend() lend `dst`.
+  /// The algorithm promises that lent memory is not written again in this call while the data
+  /// can still be queued (it is final, or the data written over it later depends on it having
+  /// arrived), and calls finish() before it returns.
+  void lendBuffers() { lend_ = nsend_ == 1 && send_[0]->acceptsLent(); }
+  /// Lets the receives `plan` names land in their destination straight from the socket, where
+  /// the connection is filled by a thread of this process (TCP's proxy). Call before the first
+  /// receive; a plan that names a receive the algorithm reduces is a bug.
+  void landReceives(const LandingPlan& plan);
+  /// Waits until the connections released every lent buffer (the user may reuse them after the
+  /// call returns).
+  ncclResult_t finish();
 
   /// Sends this rank's contribution (pre-op applied for reductions).
   ncclResult_t send(const void* src, size_t n);
@@ -65,7 +94,11 @@ class Primitives {
   ncclResult_t acquireSends(size_t n);
   ncclResult_t waitRecvs(size_t n);
   void postSends(size_t n);
+  void postLent(const void* data, size_t n);
   void releaseRecvs();
+  void claimLanding(size_t k, bool handOver);
+  /// Where the received payload is: the slot, or the destination it landed in.
+  const void* received() const { return recv_[0]->landedPayload(recvSlot_[0]); }
   ncclResult_t describeStall(ncclResult_t code, int peer, bool sending);
 
   ncclComm& comm_;
@@ -79,6 +112,12 @@ class Primitives {
   void* sendSlot_[2] = {};
   const void* recvSlot_[2] = {};
   size_t maxElems_ = 0;
+  bool lend_ = false;
+  bool lentPending_ = false;
+  const LandingPlan* plan_ = nullptr;
+  uint32_t planBase_ = 0;  ///< the FIFO position of receive 0
+  size_t received_ = 0;    ///< receives consumed so far
+  size_t claimedTo_ = 0;   ///< receives [0, claimedTo_) have been offered to the plan
 };
 
 }  // namespace braid

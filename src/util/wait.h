@@ -17,6 +17,9 @@ class LivenessCheck {
   virtual ~LivenessCheck() = default;
   /// ncclSuccess while alive; otherwise records the reason and returns the error.
   virtual ncclResult_t check() = 0;
+  /// Cuts the connection so its far end (a proxy thread) can no longer touch memory this rank
+  /// lent it (fifo.h: FifoSender::postLent), once a wait for that memory's release failed.
+  virtual void sever() {}
 };
 
 struct WakeWord;

@@ -144,10 +144,13 @@ TEST_P(StopCalling, OthersFailAtTheDeadline) {
   constexpr int kStalled = 2;
   FaultOptions options;
   options.timeoutS = kStallTimeoutS;
+  options.env = {{"NCCL_ALGO", "allreduce:ring"}};
   test::RunReport report = runFaultRanks(
       wire, 4,
       [](RankContext& ctx) {
-        if (ctx.rank() != kStalled) return reduceUntilFailure(ctx, kOpsBefore, kSmall, kSmall, 40);
+        // The others go on with large calls, whose sends out of and receives into the
+        // user's buffers (TCP) must be let go of when the call fails.
+        if (ctx.rank() != kStalled) return reduceUntilFailure(ctx, kOpsBefore, kSmall, kLarge, 40);
         ncclComm_t comm = ctx.initComm();
         if (!comm) return;
         for (int i = 0; i < kOpsBefore; i++) checkedAllReduce(ctx, comm, kSmall, i);

@@ -43,20 +43,24 @@ TcpProxy::TcpProxy(Direction dir, std::vector<int> fds, uint32_t nslots, size_t 
 }
 
 TcpProxy::~TcpProxy() {
+  sever();
+  for (int& fd : fds_) closeFd(fd);
+  free(mem_);
+}
+
+void TcpProxy::sever() {
   stop_.store(1);
   for (int fd : fds_) shutdown(fd, SHUT_RDWR);
   fifo_->closed.store(1);
   futexWakeAll(&fifo_->head);
   futexWakeAll(&fifo_->tail);
   if (thread_.joinable()) thread_.join();
-  for (int& fd : fds_) closeFd(fd);
-  free(mem_);
 }
 
 void TcpProxy::drain(double seconds, const std::atomic<uint32_t>* abort) {
   Deadline deadline = Deadline::after(seconds);
-  while (!failed_.load() && fifo_->tail.load() != fifo_->head.load() && !deadline.expired() &&
-         !(abort && abort->load()))
+  while (!failed_.load() && !stop_.load() && fifo_->tail.load() != fifo_->head.load() &&
+         !deadline.expired() && !(abort && abort->load()))
     std::this_thread::sleep_for(std::chrono::microseconds(200));
 }
 
@@ -100,7 +104,7 @@ ncclResult_t TcpProxy::sendLoop() {
     if (local.tryWait(&slot, &info)) {
       int fd = fds_[k++ % fds_.size()];
       BRAID_TRY(sendAll(fd, &info, sizeof(info), never, &stop_));
-      if (info.bytes) BRAID_TRY(sendAll(fd, slot, info.bytes, never, &stop_));
+      if (info.bytes) BRAID_TRY(sendAll(fd, local.payload(slot), info.bytes, never, &stop_));
       local.release();
       continue;
     }
@@ -144,7 +148,20 @@ ncclResult_t TcpProxy::receiveLoop() {
     if (h.bytes > local.slotBytes())
       return fail(ncclRemoteError, "malformed frame: %u bytes in a %zu-byte slot", h.bytes,
                   local.slotBytes());
-    if (h.bytes) BRAID_TRY(recvAll(fd, slot, h.bytes, never, &stop_));
+    // A claimed position lands in the rank's buffer when the header is the one it expects
+    // (fifo.h: FifoReceiver::claim); anything else goes to the slot, where the rank sees the
+    // mismatch as usual.
+    const uint32_t k = local.posted() % fifo_->nslots;
+    void* into = slot;
+    if (fifo_->landing[k].exchange(kLandBusy, std::memory_order_acq_rel) == kLandClaimed) {
+      const LandingClaim& c = fifo_->claims[k];
+      if (c.position == local.posted() && c.bytes == h.bytes &&
+          memcmp(c.op, h.op, sizeof(c.op)) == 0)
+        into = c.dst;
+    }
+    if (into == slot) fifo_->landing[k].store(kLandInSlot, std::memory_order_release);
+    if (h.bytes) BRAID_TRY(recvAll(fd, into, h.bytes, never, &stop_));
+    if (into != slot) fifo_->landing[k].store(kLandLanded, std::memory_order_release);
     local.post(h);
   }
 }

@@ -25,6 +25,9 @@ class TcpProxy : public LivenessCheck {
   void drain(double seconds, const std::atomic<uint32_t>* abort);
   /// ncclRemoteError once the socket side failed (peer closed, reset, unreachable).
   ncclResult_t check() override;
+  /// Stops the thread and shuts the sockets: the connection is dead from here on (lent memory,
+  /// fifo.h: FifoSender::postLent, is never touched again).
+  void sever() override;
 
  private:
   void run();

@@ -94,7 +94,8 @@ class TcpRecv : public RecvConnection {
     closeFd(listenFd_);
     proxy_ = std::make_unique<TcpProxy>(TcpProxy::kReceive, std::move(fds), ctx.nslots,
                                         ctx.slotBytes, peer_);
-    fifo_.attach(proxy_->fifo(), proxy_.get());
+    // The proxy is a thread of this process: it can receive straight into the rank's buffers.
+    fifo_.attach(proxy_->fifo(), proxy_.get(), /*acceptsClaims=*/true);
     return ncclSuccess;
   }
 
@@ -109,7 +110,8 @@ class TcpSend : public SendConnection {
  public:
   TcpSend(std::unique_ptr<TcpProxy> proxy, const std::atomic<uint32_t>* abort, double timeoutS)
       : proxy_(std::move(proxy)), abort_(abort), timeoutS_(timeoutS) {
-    fifo_.attach(proxy_->fifo(), proxy_.get());
+    // The proxy is a thread of this process: it can send straight out of the rank's buffers.
+    fifo_.attach(proxy_->fifo(), proxy_.get(), /*acceptsLent=*/true);
   }
   // A rank that finished its last operation may destroy its communicator while its final slots
   // are still queued: they must reach the peer first (an abort skips this).
