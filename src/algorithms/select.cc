@@ -148,8 +148,14 @@ const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args,
 
 ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
   comm.opCount++;
-  const Algorithm* chosen = chooseAlgorithm(comm, args);
   const size_t bytes = args.count * args.elemSize;
+  const Algorithm* chosen;
+  if (comm.lastChoice.coll == static_cast<int>(args.coll) && comm.lastChoice.bytes == bytes) {
+    chosen = comm.lastChoice.algorithm;
+  } else {
+    chosen = chooseAlgorithm(comm, args);
+    comm.lastChoice = {static_cast<int>(args.coll), bytes, chosen};
+  }
   // NCCL_PROTO takes NCCL_ALGO's syntax: Simple is every algorithm's protocol but LowLatency's,
   // which is LL (allreduce up to one mailbox entry, peers sharing memory); LL128 is a GPU
   // protocol. A spec can leave nothing that runs the call.

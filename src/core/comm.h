@@ -21,6 +21,10 @@
 #include "transports/transport.h"
 
 namespace braid {
+class Algorithm;
+}
+
+namespace braid {
 
 /// An ncclSend or ncclRecv waiting for its group to end.
 struct P2pRequest {
@@ -81,6 +85,14 @@ struct ncclComm {
   /// Every peer connected over memory both ends map (shm or same-process); set at init, asked
   /// by every small collective (allPeersShareMemory).
   bool peersShareMemory = false;
+  /// chooseAlgorithm's last answer and its key: the choice depends only on the collective, the
+  /// message size and what init fixed, and small collectives repeat (a tenth of an 8-byte call
+  /// went into choosing again). Only the thread calling the communicator touches it.
+  struct {
+    int coll = -1;
+    size_t bytes = 0;
+    const braid::Algorithm* algorithm = nullptr;
+  } lastChoice;
 };
 
 namespace braid {
