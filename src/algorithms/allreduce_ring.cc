@@ -3,6 +3,7 @@
 // travelled the whole ring) and the final values then travel one more lap. Every rank moves
 // 2(n-1)/n of the data, the bandwidth optimum; FIFO depth keeps several chunks in flight.
 #include <algorithm>
+#include <cstdint>
 
 #include "algorithms/primitives.h"
 #include "algorithms/registry.h"
@@ -70,12 +71,17 @@ class RingAllReduce : public Algorithm {
     auto* in = static_cast<const char*>(args.sendbuff);
     auto* out = static_cast<char*>(args.recvbuff);
     const size_t es = args.elemSize;
-    // Lent memory: each chunk's input is sent once (first step) and written over in place only
-    // by the chunk's final value, which exists only after the next rank received that input;
-    // final values are not written again.
-    prims.lendBuffers();
+    // Final values are never written again, and out of place neither is the input: both can be
+    // sent from where they are, and final chunks can land in the output. In place, the output
+    // chunks the allgather receives are the input chunks the reduce-scatter sent or read; the
+    // ring's data dependencies order the two, but only through the network, where no
+    // happens-before edge is visible to the threads (or ThreadSanitizer), so in place the
+    // input goes through the slots and nothing lands.
+    const auto first = reinterpret_cast<uintptr_t>(in), last = reinterpret_cast<uintptr_t>(out);
+    const bool inPlace = first < last + count * es && last < first + count * es;
+    prims.lendBuffers(/*input=*/!inPlace);
     RingLanding landing(layout, ring, out, es);
-    prims.landReceives(landing);
+    if (!inPlace) prims.landReceives(landing);
 
     for (size_t base = 0; base < count; base += static_cast<size_t>(n) * layout.chunkMax) {
       const size_t chunk = layout.chunkFor(base);

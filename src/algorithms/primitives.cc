@@ -167,7 +167,7 @@ void Primitives::releaseRecvs() {
 }
 
 ncclResult_t Primitives::send(const void* src, size_t n) {
-  if (!args_.reduction || (lend_ && !args_.op.preMul)) return copySend(src, n);
+  if (!args_.reduction || (lendInput_ && !args_.op.preMul)) return copySend(src, n);
   BRAID_TRY(acquireSends(n));
   kernels::reduce(args_.op, sendSlot_[0], nsend_ > 1 ? sendSlot_[1] : nullptr, nullptr, src, n,
                   kernels::kApplyPre);
@@ -177,7 +177,7 @@ ncclResult_t Primitives::send(const void* src, size_t n) {
 
 ncclResult_t Primitives::copySend(const void* src, size_t n) {
   BRAID_TRY(acquireSends(n));
-  if (lend_) {
+  if (lendInput_) {
     postLent(src, n);
     return ncclSuccess;
   }

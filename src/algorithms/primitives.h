@@ -60,12 +60,14 @@ class Primitives {
   size_t maxElems() const { return maxElems_; }
 
   /// Lets sends go out of this rank's own buffers instead of through a copy into the slot, where
-  /// the connection's reader is a thread of this process (TCP's proxy): send()/copySend() lend
-  /// `src` (unless a pre-op must transform it), recvReduceCopySend()/recvCopySend() lend `dst`.
-  /// The algorithm promises that lent memory is not written again in this call while the data
-  /// can still be queued (it is final, or the data written over it later depends on it having
-  /// arrived), and calls finish() before it returns.
-  void lendBuffers() { lend_ = nsend_ == 1 && send_[0]->acceptsLent(); }
+  /// the connection's reader is a thread of this process (TCP's proxy): recvReduceCopySend() and
+  /// recvCopySend() lend `dst` (final values), and with `input` send()/copySend() lend `src`
+  /// (unless a pre-op must transform it). The algorithm promises that lent memory is not written
+  /// again in this call (input: the call is out of place), and calls finish() before it returns.
+  void lendBuffers(bool input) {
+    lend_ = nsend_ == 1 && send_[0]->acceptsLent();
+    lendInput_ = lend_ && input;
+  }
   /// Lets the receives `plan` names land in their destination straight from the socket, where
   /// the connection is filled by a thread of this process (TCP's proxy). Call before the first
   /// receive; a plan that names a receive the algorithm reduces is a bug.
@@ -113,6 +115,7 @@ class Primitives {
   const void* recvSlot_[2] = {};
   size_t maxElems_ = 0;
   bool lend_ = false;
+  bool lendInput_ = false;
   bool lentPending_ = false;
   const LandingPlan* plan_ = nullptr;
   uint32_t planBase_ = 0;  ///< the FIFO position of receive 0
