@@ -62,12 +62,10 @@ Primitives::~Primitives() {
   }
   if (plan_) {
     // Receives this call will not consume (it failed): nothing may land in them afterwards.
-    for (size_t k = received_; k < claimedTo_; k++) {
-      void* dst;
-      size_t n;
-      if (plan_->landing(k, &dst, &n))
-        recv_[0]->revoke(planBase_ + static_cast<uint32_t>(k), quick);
-    }
+    // The plan is not asked again (the algorithm may have destroyed it already); revoking a
+    // position this call never claimed does nothing.
+    for (size_t k = received_; k < claimedTo_; k++)
+      recv_[0]->revoke(planBase_ + static_cast<uint32_t>(k), quick);
   }
 }
 
