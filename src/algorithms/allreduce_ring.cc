@@ -80,7 +80,8 @@ class RingAllReduce : public Algorithm {
     const auto first = reinterpret_cast<uintptr_t>(in), last = reinterpret_cast<uintptr_t>(out);
     const bool inPlace = first < last + count * es && last < first + count * es;
     prims.lendBuffers(/*input=*/!inPlace);
-    RingLanding landing(layout, ring, out, es);
+    // (Primitives keeps a pointer to the plan but never reads it once run() returns.)
+    const RingLanding landing(layout, ring, out, es);
     if (!inPlace) prims.landReceives(landing);
 
     for (size_t base = 0; base < count; base += static_cast<size_t>(n) * layout.chunkMax) {

@@ -199,7 +199,8 @@ ncclResult_t Primitives::copyCopySend(const void* src, void* dst, size_t n) {
 
 ncclResult_t Primitives::recv(void* dst, size_t n) {
   BRAID_TRY(waitRecvs(n));
-  if (received() != dst) kernels::copy(dst, nullptr, received(), n * args_.elemSize);
+  if (const void* src = received(); src != dst)
+    kernels::copy(dst, nullptr, src, n * args_.elemSize);
   releaseRecvs();
   return ncclSuccess;
 }
@@ -241,13 +242,13 @@ ncclResult_t Primitives::recvCopySend(void* dst, size_t n) {
   BRAID_TRY(waitRecvs(n));
   BRAID_TRY(acquireSends(n));
   size_t bytes = n * args_.elemSize;
+  const void* src = received();
   if (lend_) {
-    if (received() != dst) kernels::copy(dst, nullptr, received(), bytes);
+    if (src != dst) kernels::copy(dst, nullptr, src, bytes);
     releaseRecvs();
     postLent(dst, n);
     return ncclSuccess;
   }
-  const void* src = received();
   void* firstSend = nsend_ > 0 ? sendSlot_[0] : nullptr;
   if (src != dst)
     kernels::copy(dst, firstSend, src, bytes);
