@@ -6,6 +6,7 @@
 #include "api/api.h"
 #include "core/group.h"
 #include "core/host_stream.h"
+#include "device/device_staging.h"
 
 using namespace braid;
 
@@ -18,6 +19,43 @@ struct Need {
   bool rooted = false;
   bool reduction = true;
 };
+
+// The buffers as this rank's call uses them (bytes 0: not significant on this rank).
+std::vector<CallBuffer> callBuffers(const ncclComm& comm, const CollArgs& args) {
+  const size_t bytes = args.count * args.elemSize;
+  const bool isRoot = comm.rank == args.root;
+  size_t sendBytes = bytes, recvBytes = bytes;
+  switch (args.coll) {
+    case CollType::kBroadcast:
+      sendBytes = isRoot ? bytes : 0;
+      break;
+    case CollType::kReduce:
+      recvBytes = isRoot ? bytes : 0;
+      break;
+    case CollType::kAllGather:
+      recvBytes = bytes * comm.nranks;
+      break;
+    case CollType::kReduceScatter:
+      sendBytes = bytes * comm.nranks;
+      break;
+    case CollType::kAllReduce:
+      break;
+  }
+  return {{"sendbuff", args.sendbuff, sendBytes, true, false},
+          {"recvbuff", args.recvbuff, recvBytes, false, true}};
+}
+
+// Device buffers: the call is enqueued on the CUDA stream (device/device_staging.h).
+ncclResult_t enqueueOnDevice(ncclComm* comm, const CollArgs& args,
+                             const std::vector<CallBuffer>& buffers, cudaStream_t stream) {
+  return runStaged(comm, stream, buffers, [comm, args](const std::vector<void*>& staged) {
+    CollArgs onHost = args;
+    onHost.sendbuff = staged[0];
+    onHost.recvbuff = staged[1];
+    ActiveCall active(comm);
+    return runCollective(*comm, onHost);
+  });
+}
 
 ncclResult_t enqueue(CollType coll, const void* sendbuff, void* recvbuff, size_t count,
                      ncclDataType_t dtype, ncclRedOp_t op, int root, ncclComm_t comm,
@@ -44,6 +82,10 @@ ncclResult_t enqueue(CollType coll, const void* sendbuff, void* recvbuff, size_t
     args.op.dtype = dtype;
   }
   if (count == 0) return ncclSuccess;
+  const std::vector<CallBuffer> buffers = callBuffers(*comm, args);
+  bool onDevice = false;
+  BRAID_TRY(placeCall(comm, buffers, stream, &onDevice));
+  if (onDevice) return enqueueOnDevice(comm, args, buffers, stream);
   HostStream* hostStream = hostStreamFromHandle(stream);
   if (runsNow(comm, hostStream)) {
     ActiveCall active(comm);

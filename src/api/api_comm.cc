@@ -316,7 +316,7 @@ NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
   return apiGuard("ncclCommCuDevice", [&] {
     BRAID_TRY(checkComm(comm, false));
     if (!device) return fail(ncclInvalidArgument, "device is NULL");
-    *device = -1;  // a host communicator has no CUDA device
+    *device = comm->cudaDevice;  // current at init; -1 without CUDA devices
     return ncclSuccess;
   });
 }

@@ -6,6 +6,7 @@
 #include "api/api.h"
 #include "core/group.h"
 #include "core/host_stream.h"
+#include "device/device_staging.h"
 #include "kernels/reduce.h"
 
 using namespace braid;
@@ -19,9 +20,39 @@ ncclResult_t runBatch(ncclComm* comm, std::vector<P2pOp> ops) {
   return r;
 }
 
+std::vector<CallBuffer> p2pBuffers(const std::vector<P2pOp>& ops) {
+  std::vector<CallBuffer> buffers;
+  for (const P2pOp& op : ops) {
+    if (op.isSend)
+      buffers.push_back({"sendbuff", op.src, op.bytes, true, false});
+    else
+      buffers.push_back({"recvbuff", op.dst, op.bytes, false, true});
+  }
+  return buffers;
+}
+
+// Device buffers: the batch runs on staged copies, enqueued on the CUDA stream.
+ncclResult_t runBatchStaged(ncclComm* comm, cudaStream_t stream, const std::vector<P2pOp>& ops) {
+  return runStaged(comm, stream, p2pBuffers(ops), [comm, ops](const std::vector<void*>& staged) {
+    std::vector<P2pOp> onHost = ops;
+    for (size_t i = 0; i < onHost.size(); ++i) {
+      if (onHost[i].isSend)
+        onHost[i].src = static_cast<const char*>(staged[i]);
+      else
+        onHost[i].dst = static_cast<char*>(staged[i]);
+    }
+    return runBatch(comm, onHost);
+  });
+}
+
 // Runs a batch now, on a host stream, or at the group's end; inside a group it carries the cost
-// model's estimate for ncclGroupSimulateEnd (outside one, no estimate is built).
-ncclResult_t runOps(ncclComm* comm, HostStream* stream, std::vector<P2pOp> ops) {
+// model's estimate for ncclGroupSimulateEnd (outside one, no estimate is built). Device buffers
+// are enqueued on the CUDA stream at once.
+ncclResult_t runOps(ncclComm* comm, cudaStream_t cudaStream, std::vector<P2pOp> ops) {
+  bool onDevice = false;
+  BRAID_TRY(placeCall(comm, p2pBuffers(ops), cudaStream, &onDevice));
+  if (onDevice) return runBatchStaged(comm, cudaStream, ops);
+  HostStream* stream = hostStreamFromHandle(cudaStream);
   TaskEstimate estimate;
   if (groupActive()) {
     size_t bytes = 0;
@@ -51,7 +82,7 @@ ncclResult_t enqueueP2p(bool isSend, const void* sendbuff, void* recvbuff, size_
   HostStream* hostStream = hostStreamFromHandle(stream);
   if (!groupActive()) {
     std::vector<P2pOp> ops{toOp(req)};
-    return runOps(comm, hostStream, std::move(ops));
+    return runOps(comm, stream, std::move(ops));
   }
   // The group's sends and receives on this communicator form one batch; the task owns it, so a
   // group queued on a host stream is not disturbed by the next group's calls.
@@ -61,9 +92,13 @@ ncclResult_t enqueueP2p(bool isSend, const void* sendbuff, void* recvbuff, size_
     comm->pendingP2pGroup = groupSerial();
     groupAdd(
         comm,
-        [comm, toOp, batch] {
+        [comm, toOp, batch, stream]() -> ncclResult_t {
           std::vector<P2pOp> ops;
           for (const P2pRequest& q : *batch) ops.push_back(toOp(q));
+          // The group's buffers are placed together: all host or all device memory.
+          bool onDevice = false;
+          BRAID_TRY(placeCall(comm, p2pBuffers(ops), stream, &onDevice));
+          if (onDevice) return runBatchStaged(comm, stream, ops);
           return runBatch(comm, std::move(ops));
         },
         hostStream,
@@ -124,7 +159,7 @@ NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_
       ops.push_back({true, p, static_cast<const char*>(sendbuff) + p * block, nullptr, block});
       ops.push_back({false, p, nullptr, static_cast<char*>(recvbuff) + p * block, block});
     }
-    return runOps(comm, hostStreamFromHandle(stream), std::move(ops));
+    return runOps(comm, stream, std::move(ops));
   });
 }
 
@@ -142,7 +177,7 @@ NCCL_API(ncclResult_t, ncclGather, const void* sendbuff, void* recvbuff, size_t 
     if (isRoot)
       for (int p = 0; p < comm->nranks; p++)
         ops.push_back({false, p, nullptr, static_cast<char*>(recvbuff) + p * block, block});
-    return runOps(comm, hostStreamFromHandle(stream), std::move(ops));
+    return runOps(comm, stream, std::move(ops));
   });
 }
 
@@ -160,6 +195,6 @@ NCCL_API(ncclResult_t, ncclScatter, const void* sendbuff, void* recvbuff, size_t
       for (int p = 0; p < comm->nranks; p++)
         ops.push_back({true, p, static_cast<const char*>(sendbuff) + p * block, nullptr, block});
     ops.push_back({false, root, nullptr, static_cast<char*>(recvbuff), block});
-    return runOps(comm, hostStreamFromHandle(stream), std::move(ops));
+    return runOps(comm, stream, std::move(ops));
   });
 }

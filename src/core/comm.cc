@@ -139,6 +139,7 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   comm->policy.timeoutS = comm->config.timeoutS;
   comm->policy.abort = &comm->abortFlag;
   comm->policy.spinIters = 2000;
+  comm->cudaDevice = initDevice();  // as NCCL: the device current at init
 
   PeerInfo me = localPeerInfo(rank);
   // Rank 0's tuner constants ride along: every rank must rank the algorithms alike.

@@ -16,6 +16,7 @@
 #include "core/nonblocking.h"
 #include "core/registration.h"
 #include "core/worker.h"
+#include "device/device_staging.h"
 #include "kernels/reduce.h"
 #include "nccl.h"
 #include "transports/transport.h"
@@ -93,6 +94,11 @@ struct ncclComm {
     size_t bytes = 0;
     const braid::Algorithm* algorithm = nullptr;
   } lastChoice;
+  /// The CUDA device current when the communicator was created (-1 without devices): device
+  /// buffers and streams of calls must belong to it.
+  int cudaDevice = -1;
+  /// Page-locked staging for device buffers over shm/TCP, one block per stream.
+  braid::StagingPool staging;
 };
 
 namespace braid {

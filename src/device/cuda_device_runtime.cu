@@ -1,0 +1,208 @@
+// The device runtime over CUDA (device_runtime.h). Host work joins a stream's order without
+// blocking a CUDA callback thread: the stream records an event and then runs a one-thread kernel
+// that waits for a page-locked, device-mapped word; a host thread per stream waits for the event,
+// runs the work and writes the word. A callback thread that blocked instead would deadlock two
+// ranks of one process whose callbacks CUDA serialises.
+#include <cuda_runtime.h>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "device/device_runtime.h"
+#include "util/status.h"
+
+namespace braid {
+namespace {
+
+__global__ void waitForHost(const volatile unsigned* word, unsigned sequence) {
+  // Wrap-safe: the host has finished `sequence` once the word reached it.
+  while (static_cast<int>(*word - sequence) < 0) __nanosleep(1000);
+}
+
+ncclResult_t cudaFail(cudaError_t error, const char* call) {
+  cudaGetLastError();  // clear a non-sticky error so later calls do not see it
+  return fail(ncclUnhandledCudaError, "%s failed: %s (%s)", call, cudaGetErrorName(error),
+              cudaGetErrorString(error));
+}
+
+#define BRAID_CUDA_TRY(call)                                                     \
+  do {                                                                           \
+    const cudaError_t braidCudaError_ = (call);                                  \
+    if (braidCudaError_ != cudaSuccess) return cudaFail(braidCudaError_, #call); \
+  } while (0)
+
+/// The host side of one stream's host work: in order, one at a time.
+class StreamWorker {
+ public:
+  /// Allocates the word and starts the thread (not started when this fails).
+  ncclResult_t init() {
+    BRAID_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&word_), sizeof(unsigned),
+                                 cudaHostAllocMapped | cudaHostAllocPortable));
+    *word_ = 0;
+    BRAID_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void**>(&deviceWord_), word_, 0));
+    thread_ = std::thread([this] { loop(); });
+    return ncclSuccess;
+  }
+
+  ncclResult_t enqueue(cudaStream_t stream, std::function<void()> work) {
+    cudaEvent_t ready;
+    BRAID_CUDA_TRY(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    const cudaError_t recorded = cudaEventRecord(ready, stream);
+    if (recorded != cudaSuccess) {
+      cudaEventDestroy(ready);
+      return cudaFail(recorded, "cudaEventRecord");
+    }
+    const unsigned sequence = ++issued_;
+    waitForHost<<<1, 1, 0, stream>>>(deviceWord_, sequence);
+    const cudaError_t launched = cudaGetLastError();
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Queued even when the launch failed, so the sequence stays consistent; the work then runs
+    // with nothing waiting for it.
+    queue_.push_back({ready, sequence, std::move(work)});
+    wake_.notify_one();
+    if (launched != cudaSuccess) return cudaFail(launched, "waitForHost<<<>>>");
+    return ncclSuccess;
+  }
+
+ private:
+  struct Item {
+    cudaEvent_t ready;
+    unsigned sequence;
+    std::function<void()> work;
+  };
+
+  void loop() {
+    for (;;) {
+      Item item;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return !queue_.empty(); });
+        item = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      cudaEventSynchronize(item.ready);
+      cudaEventDestroy(item.ready);
+      item.work();
+      __atomic_store_n(word_, item.sequence, __ATOMIC_RELEASE);
+    }
+  }
+
+  unsigned* word_ = nullptr;
+  unsigned* deviceWord_ = nullptr;
+  unsigned issued_ = 0;  ///< touched under the runtime's lock only
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Item> queue_;
+  std::thread thread_;
+};
+
+class CudaRuntime final : public DeviceRuntime {
+ public:
+  const char* name() const override { return "cuda"; }
+
+  int deviceCount() override {
+    std::call_once(countOnce_, [this] {
+      int n = 0;
+      if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        n = 0;
+      }
+      count_ = n;
+    });
+    return count_;
+  }
+
+  ncclResult_t currentDevice(int* device) override {
+    BRAID_CUDA_TRY(cudaGetDevice(device));
+    return ncclSuccess;
+  }
+
+  MemoryPlace place(const void* p) override {
+    cudaPointerAttributes attributes{};
+    if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+      cudaGetLastError();
+      return {};
+    }
+    switch (attributes.type) {
+      case cudaMemoryTypeDevice:
+        return {MemoryKind::kDevice, attributes.device};
+      case cudaMemoryTypeManaged:
+        return {MemoryKind::kManaged, attributes.device};
+      default:
+        return {};
+    }
+  }
+
+  ncclResult_t streamDevice(void* stream, int* device) override {
+    if (stream == nullptr) return currentDevice(device);
+    BRAID_CUDA_TRY(cudaStreamGetDevice(static_cast<cudaStream_t>(stream), device));
+    return ncclSuccess;
+  }
+
+  ncclResult_t streamCapturing(void* stream, bool* capturing) override {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    const cudaError_t error = cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status);
+    if (error == cudaErrorStreamCaptureImplicit) {  // the NULL stream while another captures
+      cudaGetLastError();
+      *capturing = true;
+      return ncclSuccess;
+    }
+    BRAID_CUDA_TRY(error);
+    *capturing = status != cudaStreamCaptureStatusNone;
+    return ncclSuccess;
+  }
+
+  ncclResult_t copyAsync(void* dst, const void* src, size_t bytes, void* stream) override {
+    BRAID_CUDA_TRY(
+        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)));
+    return ncclSuccess;
+  }
+
+  ncclResult_t hostWorkAsync(void* stream, std::function<void()> work) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_ptr<StreamWorker>& worker = workers_[stream];
+    if (!worker) {
+      worker = std::make_unique<StreamWorker>();
+      if (ncclResult_t r = worker->init(); r != ncclSuccess) {
+        workers_.erase(stream);
+        return r;
+      }
+    }
+    return worker->enqueue(static_cast<cudaStream_t>(stream), std::move(work));
+  }
+
+  void* allocStaging(size_t bytes) override {
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    return p;
+  }
+
+  void freeStaging(void* p) override {
+    // Copies out of the block may still be queued on a stream: let the device finish first.
+    cudaDeviceSynchronize();
+    cudaFreeHost(p);
+  }
+
+ private:
+  std::once_flag countOnce_;
+  int count_ = 0;
+  std::mutex mutex_;
+  std::map<void*, std::unique_ptr<StreamWorker>> workers_;
+};
+
+}  // namespace
+
+DeviceRuntime* cudaDeviceRuntime() {
+  // Never destroyed: stream workers live as long as the process.
+  static CudaRuntime* const runtime = new CudaRuntime;
+  return runtime;
+}
+
+}  // namespace braid

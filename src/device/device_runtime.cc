@@ -1,0 +1,70 @@
+// The runtime registry and the runtime without devices (device_runtime.h).
+#include "device/device_runtime.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "util/status.h"
+
+namespace braid {
+namespace {
+
+class NoDeviceRuntime final : public DeviceRuntime {
+ public:
+  const char* name() const override { return "none"; }
+  int deviceCount() override { return 0; }
+  ncclResult_t currentDevice(int* device) override {
+    *device = -1;
+    return ncclSuccess;
+  }
+  MemoryPlace place(const void*) override { return {}; }
+  ncclResult_t streamDevice(void*, int* device) override {
+    *device = -1;
+    return ncclSuccess;
+  }
+  ncclResult_t streamCapturing(void*, bool* capturing) override {
+    *capturing = false;
+    return ncclSuccess;
+  }
+  ncclResult_t copyAsync(void*, const void*, size_t, void*) override {
+    return fail(ncclInvalidUsage, "no CUDA device: device copies are unavailable");
+  }
+  ncclResult_t hostWorkAsync(void*, std::function<void()>) override {
+    return fail(ncclInvalidUsage, "no CUDA device: CUDA streams are unavailable");
+  }
+  void* allocStaging(size_t bytes) override { return std::malloc(bytes ? bytes : 1); }
+  void freeStaging(void* p) override { std::free(p); }
+};
+
+std::atomic<DeviceRuntime*> installed{nullptr};
+
+}  // namespace
+
+DeviceRuntime& noDeviceRuntime() {
+  static NoDeviceRuntime runtime;
+  return runtime;
+}
+
+#if !defined(BRAID_WITH_CUDA)
+DeviceRuntime* cudaDeviceRuntime() {
+  return nullptr;
+}
+#endif
+
+DeviceRuntime& deviceRuntime() {
+  if (DeviceRuntime* r = installed.load(std::memory_order_acquire)) return *r;
+  // BRAID_CUDA_DISABLE=1 keeps a CUDA build off the GPU (the host path never asks CUDA).
+  static DeviceRuntime* const builtIn = [] {
+    const char* off = std::getenv("BRAID_CUDA_DISABLE");
+    DeviceRuntime* cuda = (off && std::strcmp(off, "1") == 0) ? nullptr : cudaDeviceRuntime();
+    return cuda ? cuda : &noDeviceRuntime();
+  }();
+  return *builtIn;
+}
+
+void setDeviceRuntime(DeviceRuntime* runtime) {
+  installed.store(runtime, std::memory_order_release);
+}
+
+}  // namespace braid

@@ -1,0 +1,64 @@
+// The device runtime: the few CUDA services the device path needs, behind one interface, so the
+// staging and stream logic (device_staging.h) runs the same over CUDA and over a fake device
+// that the tests drive on a machine without a GPU.
+//
+// Streams and pointers travel as void* (a cudaStream_t, a device address); results are
+// ncclResult_t with the last-error text set on failure.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+#include "nccl.h"
+
+namespace braid {
+
+/// Where a buffer lives.
+enum class MemoryKind {
+  kHost,     ///< pageable or pinned host memory: the CPU path reads it directly
+  kDevice,   ///< memory of one device (cudaMalloc)
+  kManaged,  ///< managed memory: readable by the host, staged like host memory
+};
+
+struct MemoryPlace {
+  MemoryKind kind = MemoryKind::kHost;
+  int device = -1;  ///< the owning device for kDevice
+};
+
+class DeviceRuntime {
+ public:
+  virtual ~DeviceRuntime() = default;
+  /// "cuda", "none" or a fake's name (for messages).
+  virtual const char* name() const = 0;
+  /// Devices present; 0 without a GPU or driver (then every pointer is host memory).
+  virtual int deviceCount() = 0;
+  /// The calling thread's current device.
+  virtual ncclResult_t currentDevice(int* device) = 0;
+  /// The memory kind of `p` (cudaPointerGetAttributes).
+  virtual MemoryPlace place(const void* p) = 0;
+  /// The device a stream belongs to; the NULL stream belongs to the current device.
+  virtual ncclResult_t streamDevice(void* stream, int* device) = 0;
+  /// Whether the stream is being captured into a CUDA graph.
+  virtual ncclResult_t streamCapturing(void* stream, bool* capturing) = 0;
+  /// Enqueues a copy of `bytes` between any two kinds of memory on `stream`.
+  virtual ncclResult_t copyAsync(void* dst, const void* src, size_t bytes, void* stream) = 0;
+  /// Enqueues host work in the stream's order and returns at once: `work` runs on a host thread
+  /// once the stream's earlier work is done, and the stream's later work waits until it has
+  /// returned. Works of one stream run one at a time, in order.
+  virtual ncclResult_t hostWorkAsync(void* stream, std::function<void()> work) = 0;
+  /// Page-locked host memory for staging (so copies overlap); nullptr on failure.
+  virtual void* allocStaging(size_t bytes) = 0;
+  virtual void freeStaging(void* p) = 0;
+};
+
+/// The process's runtime: CUDA's when the library was built with CUDA, otherwise one with no
+/// devices. Tests may install another (a fake) with setDeviceRuntime; nullptr restores it.
+DeviceRuntime& deviceRuntime();
+void setDeviceRuntime(DeviceRuntime* runtime);
+
+/// A runtime without devices: every pointer is host memory.
+DeviceRuntime& noDeviceRuntime();
+/// CUDA's runtime (defined only in CUDA builds).
+DeviceRuntime* cudaDeviceRuntime();
+
+}  // namespace braid

@@ -1,0 +1,192 @@
+// Device buffers over the host transports: placement checks and stream-ordered staging
+// (device_staging.h).
+#include "device/device_staging.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/comm.h"
+#include "core/host_stream.h"
+#include "device/device_runtime.h"
+#include "util/status.h"
+
+namespace braid {
+namespace {
+
+constexpr size_t kStagingAlign = 256;
+
+size_t alignUp(size_t n) {
+  return (n + kStagingAlign - 1) / kStagingAlign * kStagingAlign;
+}
+
+const char* kindName(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kHost:
+      return "host memory";
+    case MemoryKind::kDevice:
+      return "device memory";
+    case MemoryKind::kManaged:
+      return "managed memory";
+  }
+  return "memory";
+}
+
+/// Overlapping buffers (in place: sendbuff == recvbuff, or one inside the other) share one
+/// staged region, so the host collective sees the same aliasing the caller made.
+struct Region {
+  uintptr_t begin;
+  uintptr_t end;
+  bool input;     ///< some buffer in it is read: copy the whole region in
+  size_t offset;  ///< in the staging block
+};
+
+}  // namespace
+
+int initDevice() {
+  DeviceRuntime& rt = deviceRuntime();
+  if (rt.deviceCount() == 0) return -1;
+  int device = -1;
+  if (rt.currentDevice(&device) != ncclSuccess) return -1;
+  return device;
+}
+
+ncclResult_t placeCall(ncclComm* comm, const std::vector<CallBuffer>& buffers, void* stream,
+                       bool* onDevice) {
+  *onDevice = false;
+  DeviceRuntime& rt = deviceRuntime();
+  if (rt.deviceCount() == 0) return ncclSuccess;  // no GPU: all memory is host memory
+  const CallBuffer* firstHost = nullptr;
+  const CallBuffer* firstDevice = nullptr;
+  int deviceOfFirst = -1;
+  for (const CallBuffer& b : buffers) {
+    if (b.bytes == 0 || b.ptr == nullptr) continue;
+    const MemoryPlace place = rt.place(b.ptr);
+    if (place.kind == MemoryKind::kDevice) {
+      if (place.device != comm->cudaDevice)
+        return fail(ncclInvalidArgument,
+                    "%s=%p is memory of device %d, but the communicator's device is %d", b.name,
+                    b.ptr, place.device, comm->cudaDevice);
+      if (!firstDevice) {
+        firstDevice = &b;
+        deviceOfFirst = place.device;
+      }
+    } else if (place.kind == MemoryKind::kHost && !firstHost) {
+      firstHost = &b;
+    }
+  }
+  if (!firstDevice) return ncclSuccess;
+  if (firstHost)
+    return fail(ncclInvalidArgument,
+                "%s=%p is %s but %s=%p is memory of device %d: one call's buffers must all be "
+                "host memory or all device memory",
+                firstHost->name, firstHost->ptr, kindName(MemoryKind::kHost), firstDevice->name,
+                firstDevice->ptr, deviceOfFirst);
+  if (hostStreamFromHandle(stream))
+    return fail(ncclInvalidArgument,
+                "stream=%p is a Braid host stream, which takes host buffers only, but %s=%p is "
+                "memory of device %d",
+                stream, firstDevice->name, firstDevice->ptr, deviceOfFirst);
+  int streamDevice = -1;
+  BRAID_TRY(rt.streamDevice(stream, &streamDevice));
+  if (streamDevice != comm->cudaDevice)
+    return fail(ncclInvalidArgument,
+                "stream=%p belongs to device %d, but the communicator's device is %d", stream,
+                streamDevice, comm->cudaDevice);
+  bool capturing = false;
+  BRAID_TRY(rt.streamCapturing(stream, &capturing));
+  if (capturing)
+    return fail(ncclInvalidUsage,
+                "stream=%p is capturing a CUDA graph: device buffers over shared memory or TCP "
+                "run through host staging, which a graph cannot replay; call outside capture",
+                stream);
+  *onDevice = true;
+  return ncclSuccess;
+}
+
+ncclResult_t runStaged(ncclComm* comm, void* stream, const std::vector<CallBuffer>& buffers,
+                       StagedWork work) {
+  DeviceRuntime& rt = deviceRuntime();
+  // Merge overlapping buffers into regions, each staged once.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].bytes > 0 && buffers[i].ptr) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return reinterpret_cast<uintptr_t>(buffers[a].ptr) <
+           reinterpret_cast<uintptr_t>(buffers[b].ptr);
+  });
+  std::vector<Region> regions;
+  std::vector<size_t> regionOf(buffers.size(), SIZE_MAX);
+  for (size_t i : order) {
+    const auto begin = reinterpret_cast<uintptr_t>(buffers[i].ptr);
+    const uintptr_t end = begin + buffers[i].bytes;
+    if (regions.empty() || begin >= regions.back().end) {
+      regions.push_back({begin, end, false, 0});
+    } else {
+      regions.back().end = std::max(regions.back().end, end);
+    }
+    regions.back().input |= buffers[i].input;
+    regionOf[i] = regions.size() - 1;
+  }
+  size_t total = 0;
+  for (Region& r : regions) {
+    r.offset = total;
+    total += alignUp(r.end - r.begin);
+  }
+  char* block = comm->staging.acquire(stream, total);
+  if (total > 0 && !block)
+    return fail(ncclSystemError, "cannot allocate %zu bytes of page-locked staging memory", total);
+
+  std::vector<void*> staged(buffers.size(), nullptr);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (regionOf[i] == SIZE_MAX) continue;
+    const Region& r = regions[regionOf[i]];
+    staged[i] = block + r.offset + (reinterpret_cast<uintptr_t>(buffers[i].ptr) - r.begin);
+  }
+  for (const Region& r : regions)
+    if (r.input)
+      BRAID_TRY(rt.copyAsync(block + r.offset, reinterpret_cast<const void*>(r.begin),
+                             r.end - r.begin, stream));
+
+  comm->streamWork.fetch_add(1);
+  ncclResult_t queued = rt.hostWorkAsync(stream, [comm, staged, work = std::move(work)] {
+    ncclResult_t r = work(staged);
+    if (r != ncclSuccess) commSetError(comm, r, lastError());
+    comm->streamWork.fetch_sub(1);
+  });
+  if (queued != ncclSuccess) {
+    comm->streamWork.fetch_sub(1);
+    return queued;
+  }
+  // Only what the call writes goes back: bytes of a region no output covers keep the device's
+  // own values, even where the region was staged whole.
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].output && staged[i])
+      BRAID_TRY(
+          rt.copyAsync(const_cast<void*>(buffers[i].ptr), staged[i], buffers[i].bytes, stream));
+  return ncclSuccess;
+}
+
+StagingPool::~StagingPool() {
+  for (const Block& b : current_) b.runtime->freeStaging(b.data);
+  for (const Block& b : retired_) b.runtime->freeStaging(b.data);
+}
+
+char* StagingPool::acquire(void* stream, size_t bytes) {
+  if (bytes == 0) return nullptr;
+  for (Block& b : current_) {
+    if (b.stream != stream) continue;
+    if (b.bytes >= bytes) return b.data;
+    retired_.push_back(b);
+    b = current_.back();
+    current_.pop_back();
+    break;
+  }
+  DeviceRuntime& rt = deviceRuntime();
+  const size_t size = std::max(alignUp(bytes), size_t{1} << 20);
+  auto* data = static_cast<char*>(rt.allocStaging(size));
+  if (!data) return nullptr;
+  current_.push_back({stream, data, size, &rt});
+  return data;
+}
+
+}  // namespace braid
