@@ -35,11 +35,17 @@ double exactIntegerLimit(ncclDataType_t type) {
   }
 }
 
-// Unit roundoff and smallest subnormal of the type's storage.
-struct Precision {
-  double unit;
-  double tiny;
-};
+double roundTo(ncclDataType_t type, double value) {
+  alignas(8) unsigned char element[8];
+  bench::storeElement(element, 0, type, value);
+  return bench::loadElement(element, 0, type);
+}
+
+bool isSigned(ncclDataType_t type) {
+  return bench::typeInfo(type).isSigned;
+}
+
+}  // namespace
 
 Precision precisionOf(ncclDataType_t type) {
   switch (type) {
@@ -61,18 +67,6 @@ Precision precisionOf(ncclDataType_t type) {
 double gamma(int k, double unit) {
   return k * unit / (1.0 - k * unit);
 }
-
-double roundTo(ncclDataType_t type, double value) {
-  alignas(8) unsigned char element[8];
-  bench::storeElement(element, 0, type, value);
-  return bench::loadElement(element, 0, type);
-}
-
-bool isSigned(ncclDataType_t type) {
-  return bench::typeInfo(type).isSigned;
-}
-
-}  // namespace
 
 const char* opName(Op op) {
   static const char* const kNames[kNumOps] = {"sum", "prod", "max", "min", "avg", "premulsum"};

@@ -48,4 +48,13 @@ const char* typeName(ncclDataType_t type);
 /// the sum (or product) of magnitudes, plus the subnormal spacing once per rounding step.
 double allowedDifference(const ValueSpec& spec, std::size_t index);
 
+/// Unit roundoff of one rounding to the type's storage, and its smallest subnormal.
+struct Precision {
+  double unit;
+  double tiny;
+};
+Precision precisionOf(ncclDataType_t type);
+/// The classic error factor k*u / (1 - k*u) of k roundings of unit u.
+double gamma(int k, double unit);
+
 }  // namespace braid::validate
