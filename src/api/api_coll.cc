@@ -88,8 +88,10 @@ ncclResult_t enqueue(CollType coll, const void* sendbuff, void* recvbuff, size_t
   if (onDevice) return enqueueOnDevice(comm, args, buffers, stream);
   HostStream* hostStream = hostStreamFromHandle(stream);
   if (runsNow(comm, hostStream)) {
-    ActiveCall active(comm);
-    return runCollective(*comm, args);
+    return runInTurn(comm, [&] {
+      ActiveCall active(comm);
+      return runCollective(*comm, args);
+    });
   }
   // The estimate only matters to ncclGroupSimulateEnd: outside a group none is built.
   TaskEstimate estimate;

@@ -53,6 +53,7 @@ ncclResult_t runOps(ncclComm* comm, cudaStream_t cudaStream, std::vector<P2pOp> 
   BRAID_TRY(placeCall(comm, p2pBuffers(ops), cudaStream, &onDevice));
   if (onDevice) return runBatchStaged(comm, cudaStream, ops);
   HostStream* stream = hostStreamFromHandle(cudaStream);
+  if (runsNow(comm, stream)) return runInTurn(comm, [&] { return runBatch(comm, ops); });
   TaskEstimate estimate;
   if (groupActive()) {
     size_t bytes = 0;

@@ -99,6 +99,11 @@ struct ncclComm {
   int cudaDevice = -1;
   /// Page-locked staging for device buffers over shm/TCP, one block per stream.
   braid::StagingPool staging;
+  /// Issue order across streams: each device-buffer call takes a ticket (orderIssued) and its
+  /// host step runs once orderDone reaches it (device/device_staging.h: runInTurn).
+  std::atomic<uint32_t> orderIssued{0};
+  std::atomic<uint32_t> orderDone{0};
+  std::atomic<uint32_t> orderSleepers{0};
 };
 
 namespace braid {

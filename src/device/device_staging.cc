@@ -9,6 +9,7 @@
 #include "core/host_stream.h"
 #include "device/device_runtime.h"
 #include "util/status.h"
+#include "util/wait.h"
 
 namespace braid {
 namespace {
@@ -40,7 +41,38 @@ struct Region {
   size_t offset;  ///< in the staging block
 };
 
+/// Waits until every earlier ticket of the communicator has run, or fails on abort or timeout.
+/// The wait has its own policy: the communicator's belongs to the thread that calls it.
+ncclResult_t waitTurn(ncclComm* comm, uint32_t ticket) {
+  WaitPolicy policy;
+  policy.spinIters = 200;
+  policy.timeoutS = comm->policy.timeoutS;
+  policy.abort = &comm->abortFlag;
+  const WakeWord word{&comm->orderDone, &comm->orderSleepers};
+  return waitUntil(
+      policy, word, [&] { return comm->orderDone.load(std::memory_order_acquire) == ticket; },
+      nullptr, "the communicator's earlier device-buffer calls");
+}
+
+void finishTurn(ncclComm* comm, uint32_t ticket) {
+  comm->orderDone.store(ticket + 1, std::memory_order_seq_cst);
+  notify(WakeWord{&comm->orderDone, &comm->orderSleepers});
+}
+
 }  // namespace
+
+ncclResult_t runInTurn(ncclComm* comm, const std::function<ncclResult_t()>& task) {
+  // Only the thread calling the communicator issues tickets, so nothing can be issued between
+  // this check and the task.
+  if (comm->orderIssued.load(std::memory_order_relaxed) ==
+      comm->orderDone.load(std::memory_order_acquire))
+    return task();
+  const uint32_t ticket = comm->orderIssued.fetch_add(1, std::memory_order_relaxed);
+  BRAID_TRY(waitTurn(comm, ticket));
+  const ncclResult_t r = task();
+  finishTurn(comm, ticket);
+  return r;
+}
 
 int initDevice() {
   DeviceRuntime& rt = deviceRuntime();
@@ -148,12 +180,21 @@ ncclResult_t runStaged(ncclComm* comm, void* stream, const std::vector<CallBuffe
                              r.end - r.begin, stream));
 
   comm->streamWork.fetch_add(1);
-  ncclResult_t queued = rt.hostWorkAsync(stream, [comm, staged, work = std::move(work)] {
-    ncclResult_t r = work(staged);
+  const uint32_t ticket = comm->orderIssued.fetch_add(1, std::memory_order_relaxed);
+  ncclResult_t queued = rt.hostWorkAsync(stream, [comm, staged, ticket, work = std::move(work)] {
+    // Steps on other streams issued earlier run first. A step whose wait failed leaves the
+    // order where it is: the communicator has failed, and later steps fail at their deadline.
+    ncclResult_t r = waitTurn(comm, ticket);
+    if (r == ncclSuccess) {
+      r = work(staged);
+      finishTurn(comm, ticket);
+    }
     if (r != ncclSuccess) commSetError(comm, r, lastError());
     comm->streamWork.fetch_sub(1);
   });
   if (queued != ncclSuccess) {
+    // The ticket can never run: the communicator is unusable from here on.
+    commSetError(comm, queued, lastError());
     comm->streamWork.fetch_sub(1);
     return queued;
   }

@@ -41,6 +41,11 @@ using StagedWork = std::function<ncclResult_t(const std::vector<void*>& staged)>
 ncclResult_t runStaged(ncclComm* comm, void* stream, const std::vector<CallBuffer>& buffers,
                        StagedWork work);
 
+/// Runs a synchronous host-path call in the communicator's issue order: when device-buffer calls
+/// are still queued on streams, it waits until their host steps have run (NCCL runs a
+/// communicator's operations in the order they were issued, whatever streams they name).
+ncclResult_t runInTurn(ncclComm* comm, const std::function<ncclResult_t()>& task);
+
 /// Per-communicator staging memory, one block per stream: calls on one stream run in order, so
 /// a stream's block is reused by each call once the previous call's outputs are copied out.
 class StagingPool {

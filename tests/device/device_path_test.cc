@@ -150,6 +150,58 @@ TEST_F(DevicePathTest, QueuedCallsShareStagingThreads) {
   BRAID_EXPECT_ALL_RANKS_OK(runThreads(3, queuedCallsShareStaging, opts()));
 }
 
+// Issue order across streams: rank 0 holds its first stream, rank 1 its second. Each rank issues
+// call A (count 1021) on the first stream, then call B (count 77) on the second, then a host call
+// (count 5, NULL stream). Run in stream order alone, rank 0 would start B while rank 1 starts A;
+// in issue order every rank runs A, B, then the host call.
+void issueOrderAcrossStreams(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  ASSERT_NE(comm, nullptr);
+  void* first = fakeDevice().createStream(0);
+  void* second = fakeDevice().createStream(0);
+  void* held = ctx.rank() == 0 ? first : second;
+  DeviceInts a(1021), b(77);
+  for (size_t i = 0; i < a.count; ++i) a.data[i] = input(ctx.rank(), i);
+  for (size_t i = 0; i < b.count; ++i) b.data[i] = input(ctx.rank(), i + 5);
+  std::vector<int32_t> host(5);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = input(ctx.rank(), i + 9);
+  fakeDevice().hold(held);
+  ASSERT_EQ(ncclAllReduce(a.data, a.data, a.count, ncclInt32, ncclSum, comm,
+                          static_cast<cudaStream_t>(first)),
+            ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(b.data, b.data, b.count, ncclInt32, ncclSum, comm,
+                          static_cast<cudaStream_t>(second)),
+            ncclSuccess);
+  std::thread releaser([held] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    fakeDevice().release(held);
+  });
+  // Returns once both device calls' host steps ran, then runs itself.
+  EXPECT_EQ(ncclAllReduce(host.data(), host.data(), host.size(), ncclInt32, ncclSum, comm, nullptr),
+            ncclSuccess)
+      << ncclGetLastError(comm);
+  releaser.join();
+  fakeDevice().synchronize(first);
+  fakeDevice().synchronize(second);
+  auto sums = [&](size_t count, size_t shift) {
+    std::vector<int32_t> want(count, 0);
+    for (int r = 0; r < ctx.nranks(); ++r)
+      for (size_t i = 0; i < count; ++i) want[i] += input(r, i + shift);
+    return want;
+  };
+  expectElements(ctx, a.data, sums(a.count, 0), "call A");
+  expectElements(ctx, b.data, sums(b.count, 5), "call B");
+  expectElements(ctx, host.data(), sums(host.size(), 9), "the host call");
+  ncclResult_t async = ncclInternalError;
+  EXPECT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(DevicePathTest, IssueOrderAcrossStreamsThreads) {
+  BRAID_EXPECT_ALL_RANKS_OK(runThreads(2, issueOrderAcrossStreams, opts()));
+}
+
 // Every other collective on device buffers against closed-form expectations.
 void everyCollective(RankContext& ctx) {
   ncclComm_t comm = ctx.initComm();
