@@ -18,6 +18,7 @@
 #include "core/shrink.h"
 #include "core/split.h"
 #include "core/unique_id.h"
+#include "device/device_runtime.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/random.h"
@@ -73,8 +74,7 @@ ncclResult_t checkExcludeList(const ncclComm* comm, const int* list, int count,
   if (!list)
     return fail(ncclInvalidArgument, "excludeRanksList is NULL with excludeRanksCount=%d", count);
   if (count > comm->nranks)
-    return fail(ncclInvalidArgument, "excludeRanksCount=%d exceeds nranks=%d", count,
-                comm->nranks);
+    return fail(ncclInvalidArgument, "excludeRanksCount=%d exceeds nranks=%d", count, comm->nranks);
   for (int i = 0; i < count; i++)
     if (list[i] < 0 || list[i] >= comm->nranks)
       return fail(ncclInvalidArgument, "excludeRanksList[%d]=%d is outside [0, nranks=%d)", i,
@@ -177,7 +177,14 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
   return apiGuard("ncclCommInitAll", [&]() -> ncclResult_t {
     if (!comms) return fail(ncclInvalidArgument, "comm (the output array) is NULL");
     if (ndev < 1) return fail(ncclInvalidArgument, "ndev=%d: must be at least 1", ndev);
-    (void)devlist;  // host ranks: device numbers are not used
+    // With CUDA devices, rank i's device is devlist[i] (or i), as in NCCL; Braid also accepts
+    // one device for several ranks. Without devices the list is not used.
+    const int devices = deviceRuntime().deviceCount();
+    if (devices > 0 && devlist)
+      for (int i = 0; i < ndev; i++)
+        if (devlist[i] < 0 || devlist[i] >= devices)
+          return fail(ncclInvalidArgument, "devlist[%d]=%d: no such CUDA device (%d present)", i,
+                      devlist[i], devices);
     ncclUniqueId id;
     BRAID_TRY(newHostedUniqueId(&id));  // never NCCL_COMM_ID's: that one names the job's root
     groupStart();
@@ -192,7 +199,10 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
     if (r != ncclSuccess) {
       for (int i = 0; i < ndev; i++)
         if (comms[i]) releaseComm(comms[i], true), comms[i] = nullptr;
+      return r;
     }
+    if (devices > 0)
+      for (int i = 0; i < ndev; i++) comms[i]->cudaDevice = devlist ? devlist[i] : i % devices;
     return r;
   });
 }

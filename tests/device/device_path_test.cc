@@ -372,6 +372,31 @@ TEST_F(DevicePathTest, BadPlacementsAreRejectedByName) {
   BRAID_EXPECT_ALL_RANKS_OK(runThreads(1, badPlacements, opts()));
 }
 
+TEST_F(DevicePathTest, InitAllTakesTheDeviceList) {
+  // The fake has devices 0 and 1. Two ranks on device 1, then a list naming no device.
+  ncclComm_t comms[2] = {nullptr, nullptr};
+  const int onOne[2] = {1, 1};
+  ASSERT_EQ(ncclCommInitAll(comms, 2, onOne), ncclSuccess);
+  for (ncclComm_t comm : comms) {
+    int device = -2;
+    EXPECT_EQ(ncclCommCuDevice(comm, &device), ncclSuccess);
+    EXPECT_EQ(device, 1);
+  }
+  for (ncclComm_t comm : comms) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
+  for (int i = 0; i < 2; ++i) {
+    int device = -2;
+    EXPECT_EQ(ncclCommCuDevice(comms[i], &device), ncclSuccess);
+    EXPECT_EQ(device, i);
+  }
+  for (ncclComm_t comm : comms) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  const int missing[2] = {0, 5};
+  EXPECT_EQ(ncclCommInitAll(comms, 2, missing), ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("devlist[1]=5: no such CUDA device"),
+            std::string::npos)
+      << ncclGetLastError(nullptr);
+}
+
 std::atomic<bool> silentPeerDone{false};
 
 // A peer that never calls: the host work fails at the timeout, the stream still completes, and
