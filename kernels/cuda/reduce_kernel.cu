@@ -8,9 +8,9 @@
 // takes the one-element path (still coalesced). The grid is sized from the multiprocessor count:
 // enough blocks to fill the device, never more than the work needs.
 //
-// Instantiation stays small on purpose: the dtype x op switch makes 48 kernels; premul, avg,
-// the optional accumulator and the second output are uniform run-time branches (the kernels are
-// memory-bound, the branches cost nothing measurable).
+// Instantiation stays small on purpose: the dtype x op switch (dispatch.h) makes 48 kernels;
+// premul, avg, the optional accumulator and the second output are uniform run-time branches (the
+// kernels are memory-bound, the branches cost nothing measurable).
 #include <cuda_runtime.h>
 
 #include <array>
@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cuda/dispatch.h"
 #include "kernels/cuda/element.h"
 #include "kernels/cuda/reduce_cuda.h"
 
@@ -134,22 +135,6 @@ int launch(const ReduceOp& op, void* out0, void* out1, const void* acc, const vo
   return static_cast<int>(cudaGetLastError());
 }
 
-template <int D>
-int launchForOp(const ReduceOp& op, void* out0, void* out1, const void* acc, const void* local,
-                std::size_t count, unsigned flags, cudaStream_t stream) {
-  switch (op.op) {
-    case BaseOp::kSum:
-      return launch<D, SumOp>(op, out0, out1, acc, local, count, flags, stream);
-    case BaseOp::kProd:
-      return launch<D, ProdOp>(op, out0, out1, acc, local, count, flags, stream);
-    case BaseOp::kMax:
-      return launch<D, MaxOp>(op, out0, out1, acc, local, count, flags, stream);
-    case BaseOp::kMin:
-      return launch<D, MinOp>(op, out0, out1, acc, local, count, flags, stream);
-  }
-  return static_cast<int>(cudaErrorInvalidValue);
-}
-
 }  // namespace
 
 LaunchShape launchShape(std::size_t count, std::size_t elementSize, int multiprocessors) {
@@ -168,34 +153,11 @@ int reduceAsync(const ReduceOp& op, void* out0, void* out1, const void* acc, con
                 std::size_t count, unsigned flags, void* stream) {
   if (count == 0) return static_cast<int>(cudaSuccess);
   const auto s = static_cast<cudaStream_t>(stream);
-  switch (op.dtype) {
-    case dtype::kInt8:
-      return launchForOp<dtype::kInt8>(op, out0, out1, acc, local, count, flags, s);
-    case dtype::kUint8:
-      return launchForOp<dtype::kUint8>(op, out0, out1, acc, local, count, flags, s);
-    case dtype::kInt32:
-      return launchForOp<dtype::kInt32>(op, out0, out1, acc, local, count, flags, s);
-    case dtype::kUint32:
-      return launchForOp<dtype::kUint32>(op, out0, out1, acc, local, count, flags, s);
-    case dtype::kInt64:
-      return launchForOp<dtype::kInt64>(op, out0, out1, acc, local, count, flags, s);
-    case dtype::kUint64:
-      return launchForOp<dtype::kUint64>(op, out0, out1, acc, local, count, flags, s);
-    case dtype::kFloat16:
-      return launchForOp<dtype::kFloat16>(op, out0, out1, acc, local, count, flags, s);
-    case dtype::kFloat32:
-      return launchForOp<dtype::kFloat32>(op, out0, out1, acc, local, count, flags, s);
-    case dtype::kFloat64:
-      return launchForOp<dtype::kFloat64>(op, out0, out1, acc, local, count, flags, s);
-    case dtype::kBfloat16:
-      return launchForOp<dtype::kBfloat16>(op, out0, out1, acc, local, count, flags, s);
-    case dtype::kFp8E4M3:
-      return launchForOp<dtype::kFp8E4M3>(op, out0, out1, acc, local, count, flags, s);
-    case dtype::kFp8E5M2:
-      return launchForOp<dtype::kFp8E5M2>(op, out0, out1, acc, local, count, flags, s);
-    default:
-      return static_cast<int>(cudaErrorInvalidValue);
-  }
+  int error = static_cast<int>(cudaErrorInvalidValue);
+  withDtypeAndOp(op.dtype, op.op, [&]<int D, class Op>() {
+    error = launch<D, Op>(op, out0, out1, acc, local, count, flags, s);
+  });
+  return error;
 }
 
 int copyAsync(void* out0, void* out1, const void* src, std::size_t bytes, void* stream) {

@@ -20,18 +20,6 @@ size_t alignUp(size_t n) {
   return (n + kStagingAlign - 1) / kStagingAlign * kStagingAlign;
 }
 
-const char* kindName(MemoryKind kind) {
-  switch (kind) {
-    case MemoryKind::kHost:
-      return "host memory";
-    case MemoryKind::kDevice:
-      return "device memory";
-    case MemoryKind::kManaged:
-      return "managed memory";
-  }
-  return "memory";
-}
-
 /// Overlapping buffers (in place: sendbuff == recvbuff, or one inside the other) share one
 /// staged region, so the host collective sees the same aliasing the caller made.
 struct Region {
@@ -108,11 +96,11 @@ ncclResult_t placeCall(ncclComm* comm, const std::vector<CallBuffer>& buffers, v
   }
   if (!firstDevice) return ncclSuccess;
   if (firstHost)
-    return fail(ncclInvalidArgument,
-                "%s=%p is %s but %s=%p is memory of device %d: one call's buffers must all be "
-                "host memory or all device memory",
-                firstHost->name, firstHost->ptr, kindName(MemoryKind::kHost), firstDevice->name,
-                firstDevice->ptr, deviceOfFirst);
+    return fail(
+        ncclInvalidArgument,
+        "%s=%p is host memory but %s=%p is memory of device %d: one call's buffers must all be "
+        "host memory or all device memory",
+        firstHost->name, firstHost->ptr, firstDevice->name, firstDevice->ptr, deviceOfFirst);
   if (hostStreamFromHandle(stream))
     return fail(ncclInvalidArgument,
                 "stream=%p is a Braid host stream, which takes host buffers only, but %s=%p is "

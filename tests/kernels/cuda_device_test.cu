@@ -187,9 +187,14 @@ TEST_F(CudaDeviceTest, CopyWritesBothOutputsAtEveryOffset) {
   }
 }
 
-TEST_F(CudaDeviceTest, InvalidDtypeIsRejected) {
+/// Runs everywhere: an invalid dtype or op is refused before anything is launched.
+TEST(CudaHost, InvalidDtypeOrOpIsRejectedWithoutLaunching) {
   ReduceOp op;
   op.dtype = 12;
+  EXPECT_EQ(cuda::reduceAsync(op, nullptr, nullptr, nullptr, nullptr, 1, 0, nullptr),
+            static_cast<int>(cudaErrorInvalidValue));
+  op.dtype = 7;
+  op.op = static_cast<BaseOp>(4);
   EXPECT_EQ(cuda::reduceAsync(op, nullptr, nullptr, nullptr, nullptr, 1, 0, nullptr),
             static_cast<int>(cudaErrorInvalidValue));
 }

@@ -9,9 +9,9 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/cuda/dispatch.h"
 #include "kernels/cuda/element.h"
 #include "kernels/reduce.h"
-#include "tests/kernels/cuda_dispatch.h"
 #include "tests/kernels/reduce_cases.h"
 #include "tests/kernels/reference.h"
 
@@ -22,7 +22,7 @@ namespace {
 /// aliasing of out0 with acc or local is safe, as in the kernel).
 void reduceByElement(const ReduceOp& op, void* out0, void* out1, const void* acc, const void* local,
                      std::size_t count, unsigned flags) {
-  withDtypeAndOp(op.dtype, op.op, [&]<int D, class Op>() {
+  cuda::withDtypeAndOp(op.dtype, op.op, [&]<int D, class Op>() {
     using S = typename ElementType<D>::Storage;
     const cuda::ElementParams<D> params = cuda::elementParams<D>(op, acc != nullptr, flags);
     for (std::size_t i = 0; i < count; ++i) {

@@ -1,28 +1,35 @@
-// Calls a generic lambda with the dtype and op as template arguments: the tests' view of the
-// CUDA kernels' dtype x op switch, for code that runs the element definition on the host.
+// The dtype x op switch of the CUDA kernels: calls a generic lambda with the dtype and the op
+// functor as template arguments (`f.template operator()<D, Op>()`). The kernels launch through
+// it, and the tests run the element definition on the host through it. Returns false for a
+// dtype or op outside NCCL's (nothing is called).
 #pragma once
 
 #include "kernels/ops.h"
 #include "kernels/reduce.h"
 
-namespace braid::kernels::testing {
+namespace braid::kernels::cuda {
 
 template <int D, class F>
-void withOp(BaseOp op, F&& f) {
+bool withOp(BaseOp op, F&& f) {
   switch (op) {
     case BaseOp::kSum:
-      return f.template operator()<D, SumOp>();
+      f.template operator()<D, SumOp>();
+      return true;
     case BaseOp::kProd:
-      return f.template operator()<D, ProdOp>();
+      f.template operator()<D, ProdOp>();
+      return true;
     case BaseOp::kMax:
-      return f.template operator()<D, MaxOp>();
+      f.template operator()<D, MaxOp>();
+      return true;
     case BaseOp::kMin:
-      return f.template operator()<D, MinOp>();
+      f.template operator()<D, MinOp>();
+      return true;
   }
+  return false;
 }
 
 template <class F>
-void withDtypeAndOp(int d, BaseOp op, F&& f) {
+bool withDtypeAndOp(int d, BaseOp op, F&& f) {
   switch (d) {
     case dtype::kInt8:
       return withOp<dtype::kInt8>(op, f);
@@ -49,8 +56,8 @@ void withDtypeAndOp(int d, BaseOp op, F&& f) {
     case dtype::kFp8E5M2:
       return withOp<dtype::kFp8E5M2>(op, f);
     default:
-      return;
+      return false;
   }
 }
 
-}  // namespace braid::kernels::testing
+}  // namespace braid::kernels::cuda
