@@ -95,6 +95,13 @@ class FifoSender {
   void attach(FifoControl* ctrl, LivenessCheck* peer, bool acceptsLent = false);
 
   size_t slotBytes() const { return slotBytes_; }
+  uint32_t nslots() const { return nslots_; }
+  /// Gives the FIFO a second set of slots in GPU memory (the P2P transport): a call on device
+  /// buffers writes slot k there instead, with the same control words.
+  void setDeviceSlots(char* slots) { deviceData_ = slots; }
+  bool hasDeviceSlots() const { return deviceData_ != nullptr; }
+  /// The device slot that stands for `slot` (as returned by acquire).
+  void* deviceSlot(void* slot) const { return deviceData_ + (static_cast<char*>(slot) - data_); }
   /// Waits for a free slot and returns where to write it.
   ncclResult_t acquire(const WaitPolicy& policy, void** slot) {
     if (head_ - ctrl_->tail.load(std::memory_order_acquire) >= nslots_) {
@@ -151,6 +158,7 @@ class FifoSender {
   char* data_ = nullptr;
   uint32_t nslots_ = 0;
   size_t slotBytes_ = 0;
+  char* deviceData_ = nullptr;
   uint32_t head_ = 0;
   bool acceptsLent_ = false;
   LivenessCheck* peer_ = nullptr;
@@ -166,6 +174,12 @@ class FifoReceiver {
   void attach(FifoControl* ctrl, LivenessCheck* peer, bool acceptsClaims = false);
 
   size_t slotBytes() const { return slotBytes_; }
+  /// The receiving side of FifoSender::setDeviceSlots.
+  void setDeviceSlots(char* slots) { deviceData_ = slots; }
+  bool hasDeviceSlots() const { return deviceData_ != nullptr; }
+  const void* deviceSlot(const void* slot) const {
+    return deviceData_ + (static_cast<const char*>(slot) - data_);
+  }
   /// Waits for the next slot; returns its data and descriptor.
   ncclResult_t wait(const WaitPolicy& policy, const void** slot, SlotInfo* info) {
     if (ctrl_->head.load(std::memory_order_acquire) == tail_) {
@@ -242,6 +256,7 @@ class FifoReceiver {
   }
   FifoControl* ctrl_ = nullptr;
   char* data_ = nullptr;
+  char* deviceData_ = nullptr;
   uint32_t nslots_ = 0;
   size_t slotBytes_ = 0;
   uint32_t tail_ = 0;

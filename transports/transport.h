@@ -29,6 +29,12 @@ struct PeerInfo {
   /// together tell how many cores they share, whether each is pinned to one or not.
   uint64_t cpus[16] = {};
   char hostname[64] = {};
+  /// The rank's CUDA device: its index in the rank's process (-1: none) and its identity
+  /// (DeviceRuntime::deviceIdentity, 0: none), plus the identities of the devices it can reach
+  /// with peer access. The P2P transport connects two ranks from these alone.
+  int32_t cudaDevice = -1;
+  uint64_t deviceId = 0;
+  uint64_t reachable[8] = {};
 };
 
 constexpr size_t kConnectBlobBytes = 256;
@@ -50,6 +56,13 @@ struct TransportContext {
   int tcpBufferBytes = 4 << 20;
   SockAddr tcpAddress;               ///< this rank's interface address (port 0)
   std::vector<std::string> allowed;  ///< BRAID_TRANSPORTS / NCCL_SHM_DISABLE filtering
+  int cudaDevice = -1;               ///< the communicator's CUDA device (-1: none)
+};
+
+/// GPU memory a connection holds for device-buffer traffic (transports/p2p); released with it.
+class DeviceSlotMemory {
+ public:
+  virtual ~DeviceSlotMemory() = default;
 };
 
 /// One direction to one peer, sending side.
@@ -58,6 +71,8 @@ class SendConnection {
   virtual ~SendConnection() = default;
   FifoSender& fifo() { return fifo_; }
   virtual const char* transportName() const = 0;
+  /// The P2P transport's device slots for this connection (null: host slots only).
+  std::unique_ptr<DeviceSlotMemory> deviceSlots;
 
  protected:
   FifoSender fifo_;
@@ -71,6 +86,8 @@ class RecvConnection {
   virtual const char* transportName() const = 0;
   /// Called once every sender has connected (after a bootstrap barrier).
   virtual ncclResult_t finish(const TransportContext&) { return ncclSuccess; }
+  /// The P2P transport's device slots for this connection (null: host slots only).
+  std::unique_ptr<DeviceSlotMemory> deviceSlots;
 
  protected:
   FifoReceiver fifo_;

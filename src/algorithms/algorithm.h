@@ -23,7 +23,10 @@ struct CollArgs {
   size_t elemSize = 0;
   kernels::ReduceOp op;  ///< resolved op (avg/premulsum already folded in)
   int root = 0;
-  bool reduction = true;    ///< false: data is copied, never combined (broadcast, allgather)
+  bool reduction = true;  ///< false: data is copied, never combined (broadcast, allgather)
+  /// The buffers are device memory and the communicator moves them over the P2P transport:
+  /// copies and reductions run on the GPU, through the FIFOs' device slots.
+  bool device = false;
   Fingerprint fingerprint;  ///< what every slot of this operation carries (set when it runs)
 };
 
@@ -32,6 +35,9 @@ class Algorithm {
   virtual ~Algorithm() = default;
   virtual const char* name() const = 0;
   virtual bool supports(const CollArgs& args, const ncclComm& comm) const = 0;
+  /// Whether it can run a call on device buffers (CollArgs::device): it moves data only through
+  /// the primitives (primitives.h), which move it on the GPU, and never reads a peer's memory.
+  virtual bool movesDeviceMemory() const { return false; }
   virtual ncclResult_t run(const CollArgs& args, ncclComm& comm) const = 0;
 };
 

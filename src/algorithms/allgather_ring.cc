@@ -12,6 +12,7 @@ namespace {
 class RingAllGather : public Algorithm {
  public:
   const char* name() const override { return "Ring"; }
+  bool movesDeviceMemory() const override { return true; }
   bool supports(const CollArgs& args, const ncclComm& comm) const override {
     return args.coll == CollType::kAllGather && comm.nranks > 1;
   }

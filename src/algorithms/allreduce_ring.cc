@@ -57,6 +57,7 @@ class RingLanding : public LandingPlan {
 class RingAllReduce : public Algorithm {
  public:
   const char* name() const override { return "Ring"; }
+  bool movesDeviceMemory() const override { return true; }
   bool supports(const CollArgs& args, const ncclComm& comm) const override {
     return args.coll == CollType::kAllReduce && comm.nranks > 1;
   }

@@ -15,6 +15,7 @@ namespace {
 class TreeAllReduce : public Algorithm {
  public:
   const char* name() const override { return "Tree"; }
+  bool movesDeviceMemory() const override { return true; }
   bool supports(const CollArgs& args, const ncclComm& comm) const override {
     return args.coll == CollType::kAllReduce && comm.nranks > 1;
   }

@@ -11,6 +11,7 @@ namespace {
 class RingBroadcast : public Algorithm {
  public:
   const char* name() const override { return "Ring"; }
+  bool movesDeviceMemory() const override { return true; }
   bool supports(const CollArgs& args, const ncclComm& comm) const override {
     return args.coll == CollType::kBroadcast && comm.nranks > 1;
   }

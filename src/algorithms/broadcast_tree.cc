@@ -12,6 +12,7 @@ namespace {
 class TreeBroadcast : public Algorithm {
  public:
   const char* name() const override { return "Tree"; }
+  bool movesDeviceMemory() const override { return true; }
 
   bool supports(const CollArgs& args, const ncclComm& comm) const override {
     // Tree edges join arbitrary pairs; the answer must be the same on every rank, so it asks

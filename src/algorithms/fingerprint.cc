@@ -8,13 +8,14 @@
 namespace braid {
 namespace {
 
-// Third word: kind (bits 0-7), datatype (8-15), op (16-23), algorithm (24-31), root or peer
-// (32-63).
+// Third word: kind (bits 0-7), datatype (8-15), op (16-23), algorithm (24-30), device buffers
+// (31), root or peer (32-63).
 constexpr uint64_t kNoOp = 0xff;  // data is copied, not combined (broadcast, allgather, send)
 constexpr uint64_t kOpAvg = 4;    // ncclAvg's value; resolved ops keep it in the postDiv field
 constexpr uint64_t kOpPreMulSum = 5;
 
-constexpr uint64_t kAlgoMask = uint64_t(0xff) << 24;
+constexpr uint64_t kAlgoMask = uint64_t(0x7f) << 24;
+constexpr uint64_t kDeviceBit = uint64_t(1) << 31;  // moved over the P2P transport's device slots
 const char* const kAlgoNames[] = {"",      "Ring",         "Tree",    "Self",     "Direct",
                                   "Bruck", "Rabenseifner", "TwoShot", "ZeroCopy", "LowLatency"};
 
@@ -73,15 +74,16 @@ Fingerprint collectiveFingerprint(uint64_t seq, const CollArgs& args, const char
   f.words[0] = seq;
   f.words[1] = args.count;
   f.words[2] =
-      packWord2(static_cast<OpKind>(args.coll), args.op.dtype, op, algoId(algorithm), args.root);
+      packWord2(static_cast<OpKind>(args.coll), args.op.dtype, op, algoId(algorithm), args.root) |
+      (args.device ? kDeviceBit : 0);
   return f;
 }
 
-Fingerprint sendFingerprint(uint64_t seq, size_t bytes, int to) {
+Fingerprint sendFingerprint(uint64_t seq, size_t bytes, int to, bool device) {
   Fingerprint f;
   f.words[0] = seq;
   f.words[1] = bytes;
-  f.words[2] = packWord2(OpKind::kSend, 0, kNoOp, 0, to);
+  f.words[2] = packWord2(OpKind::kSend, 0, kNoOp, 0, to) | (device ? kDeviceBit : 0);
   return f;
 }
 
@@ -93,10 +95,11 @@ std::string describeCall(const Fingerprint& f, bool asReceiver, int sender, bool
   const unsigned long long seq = f.words[0], count = f.words[1];
   char buf[160];
   if (kind == OpKind::kSend) {
+    const char* where = (f.words[2] & kDeviceBit) ? " on device buffers" : "";
     if (asReceiver)
-      snprintf(buf, sizeof(buf), "Recv(bytes=%llu,peer=%d) #%llu", count, sender, seq);
+      snprintf(buf, sizeof(buf), "Recv(bytes=%llu,peer=%d) #%llu%s", count, sender, seq, where);
     else
-      snprintf(buf, sizeof(buf), "Send(bytes=%llu,peer=%d) #%llu", count, rootOrPeer, seq);
+      snprintf(buf, sizeof(buf), "Send(bytes=%llu,peer=%d) #%llu%s", count, rootOrPeer, seq, where);
     return buf;
   }
   int n = snprintf(buf, sizeof(buf), "%s(count=%llu,%s", kindName(kind), count, dtypeName(dtype));
@@ -108,8 +111,11 @@ std::string describeCall(const Fingerprint& f, bool asReceiver, int sender, bool
     n += snprintf(buf + n, sizeof(buf) - n, ") #%llu", seq);
   const uint64_t algo = (f.words[2] & kAlgoMask) >> 24;
   if (withAlgorithm && n > 0 && static_cast<size_t>(n) < sizeof(buf))
-    snprintf(buf + n, sizeof(buf) - n, " with %s",
-             algo < sizeof(kAlgoNames) / sizeof(kAlgoNames[0]) && algo ? kAlgoNames[algo] : "?");
+    n += snprintf(
+        buf + n, sizeof(buf) - n, " with %s",
+        algo < sizeof(kAlgoNames) / sizeof(kAlgoNames[0]) && algo ? kAlgoNames[algo] : "?");
+  if ((f.words[2] & kDeviceBit) && n > 0 && static_cast<size_t>(n) < sizeof(buf))
+    snprintf(buf + n, sizeof(buf) - n, " on device buffers");
   return buf;
 }
 
@@ -121,11 +127,20 @@ std::string describeMismatch(int rank, const Fingerprint& mine, size_t myBytes, 
   a.words[2] &= ~kAlgoMask;
   b.words[2] &= ~kAlgoMask;
   const bool algoOnly = a == b && !(mine == other);
+  // One rank passed device memory, the other host memory, on a communicator whose device
+  // buffers move over the P2P transport (the algorithms may differ too: not every algorithm
+  // moves device memory).
+  const bool placeDiffers = (mine.words[2] & kDeviceBit) != (other.words[2] & kDeviceBit);
   std::string me = describeCall(mine, mine.kind() == OpKind::kSend, peer, algoOnly);
   std::string text = "operation mismatch: rank " + std::to_string(rank) + " called " + me +
                      " but rank " + std::to_string(peer) + " called " +
                      describeCall(other, false, -1, algoOnly);
   if (algoOnly) text += " (NCCL_ALGO differs between the ranks)";
+  if (placeDiffers)
+    text +=
+        " (one rank's buffers are device memory, the other's host memory: on a "
+        "communicator whose GPUs are connected by the P2P transport, every rank of a call "
+        "passes the same kind)";
   if (other == mine)
     text += " in slots of a different size (rank " + std::to_string(rank) + " expects " +
             std::to_string(myBytes) + " bytes, rank " + std::to_string(peer) + " sent " +

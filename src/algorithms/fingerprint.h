@@ -43,8 +43,9 @@ struct Fingerprint {
 /// The fingerprint of collective `args`, run by `algorithm`, as call number `seq` of its
 /// communicator.
 Fingerprint collectiveFingerprint(uint64_t seq, const CollArgs& args, const char* algorithm);
-/// The fingerprint of the `seq`-th point-to-point transfer of `bytes` bytes to rank `to`.
-Fingerprint sendFingerprint(uint64_t seq, size_t bytes, int to);
+/// The fingerprint of the `seq`-th point-to-point transfer of `bytes` bytes to rank `to`;
+/// `device`: moved through the P2P transport's device slots.
+Fingerprint sendFingerprint(uint64_t seq, size_t bytes, int to, bool device = false);
 
 /// Fills a slot descriptor: payload length plus the operation's fingerprint.
 inline SlotInfo slotInfo(uint32_t bytes, const Fingerprint& f) {

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "algorithms/data_movement.h"
 #include "algorithms/fingerprint.h"
 #include "kernels/reduce.h"
 #include "util/clock.h"
@@ -36,7 +37,8 @@ std::string pendingTransfers(const std::vector<Progress>& work) {
 }
 
 // Sends to self are matched with receives from self in order and copied directly.
-ncclResult_t runSelf(const std::vector<P2pOp>& ops, int self) {
+ncclResult_t runSelf(ncclComm& comm, const std::vector<P2pOp>& ops, bool device) {
+  const int self = comm.rank;
   std::vector<const P2pOp*> sends, recvs;
   for (const P2pOp& op : ops)
     if (op.peer == self) (op.isSend ? sends : recvs).push_back(&op);
@@ -48,7 +50,7 @@ ncclResult_t runSelf(const std::vector<P2pOp>& ops, int self) {
       return fail(ncclInvalidUsage, "rank %d sends %zu bytes to itself but receives %zu", self,
                   sends[i]->bytes, recvs[i]->bytes);
     if (sends[i]->bytes && recvs[i]->dst != sends[i]->src)
-      kernels::copy(recvs[i]->dst, nullptr, sends[i]->src, sends[i]->bytes);
+      BRAID_TRY(copyData(comm, device, recvs[i]->dst, nullptr, sends[i]->src, sends[i]->bytes));
   }
   return ncclSuccess;
 }
@@ -81,8 +83,8 @@ void sleepOnFirstPending(ncclComm& comm, const std::vector<Progress>& work, int6
 
 }  // namespace
 
-static ncclResult_t runBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
-  BRAID_TRY(runSelf(ops, comm.rank));
+static ncclResult_t runBatch(ncclComm& comm, const std::vector<P2pOp>& ops, bool device) {
+  BRAID_TRY(runSelf(comm, ops, device));
   std::vector<Progress> work;
   for (const P2pOp& op : ops) {
     if (op.peer == comm.rank || op.bytes == 0) continue;
@@ -93,7 +95,8 @@ static ncclResult_t runBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
                   "rank %d has no connection to rank %d (BRAID_CONNECT=neighbours?)", comm.rank,
                   op.peer);
     uint64_t seq = op.isSend ? ++comm.p2pSendSeq[op.peer] : ++comm.p2pRecvSeq[op.peer];
-    work.push_back(Progress{&op, sendFingerprint(seq, op.bytes, op.isSend ? op.peer : comm.rank)});
+    work.push_back(
+        Progress{&op, sendFingerprint(seq, op.bytes, op.isSend ? op.peer : comm.rank, device)});
   }
   const size_t slot = comm.config.slotBytes;
   Deadline deadline = Deadline::after(comm.policy.timeoutS);
@@ -109,7 +112,8 @@ static ncclResult_t runBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
         FifoSender& f = comm.sendTo[op.peer]->fifo();
         void* s;
         if (!f.tryAcquire(&s)) continue;
-        kernels::copy(s, nullptr, op.src + p.done, len);
+        if (device) s = f.deviceSlot(s);
+        BRAID_TRY(copyData(comm, device, s, nullptr, op.src + p.done, len));
         f.post(slotInfo(static_cast<uint32_t>(len), p.fingerprint));
       } else {
         FifoReceiver& f = comm.recvFrom[op.peer]->fifo();
@@ -119,7 +123,8 @@ static ncclResult_t runBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
         if (fingerprintOf(info) != p.fingerprint || info.bytes != len)
           return fail(ncclInvalidUsage, "%s",
                       describeMismatch(comm.rank, p.fingerprint, len, op.peer, info).c_str());
-        kernels::copy(op.dst + p.done, nullptr, s, len);
+        if (device) s = f.deviceSlot(s);
+        BRAID_TRY(copyData(comm, device, op.dst + p.done, nullptr, s, len));
         f.release();
       }
       p.done += len;
@@ -170,11 +175,11 @@ static ncclResult_t runBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
   return ncclSuccess;
 }
 
-ncclResult_t runP2pBatch(ncclComm& comm, const std::vector<P2pOp>& ops) {
+ncclResult_t runP2pBatch(ncclComm& comm, const std::vector<P2pOp>& ops, bool device) {
   uint64_t bytes = 0;
   for (const P2pOp& op : ops) bytes += op.bytes;
   const int64_t entry = comm.recorder.begin(0, "Send/Recv", bytes, "p2p");
-  ncclResult_t r = runBatch(comm, ops);
+  ncclResult_t r = runBatch(comm, ops, device);
   comm.recorder.setState(entry, r == ncclSuccess ? OpState::kDone : OpState::kFailed);
   if (r != ncclSuccess) comm.recorder.dumpOnFirstFailure(lastError());
   return r;

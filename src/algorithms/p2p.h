@@ -20,7 +20,9 @@ struct P2pOp {
   size_t bytes = 0;
 };
 
-/// Runs the batch to completion (or to the first error, which names the peer).
-ncclResult_t runP2pBatch(ncclComm& comm, const std::vector<P2pOp>& ops);
+/// Runs the batch to completion (or to the first error, which names the peer). `device`: the
+/// buffers are device memory moved through the P2P transport's device slots (ncclComm::
+/// deviceDirect).
+ncclResult_t runP2pBatch(ncclComm& comm, const std::vector<P2pOp>& ops, bool device = false);
 
 }  // namespace braid

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "algorithms/data_movement.h"
 #include "util/status.h"
 
 namespace braid {
@@ -101,8 +102,18 @@ ncclResult_t Primitives::acquireSends(size_t) {
   for (int i = 0; i < nsend_; i++) {
     if (ncclResult_t r = send_[i]->acquire(comm_.policy, &sendSlot_[i]); r != ncclSuccess)
       return describeStall(r, sendPeer_[i], true);
+    if (args_.device) sendSlot_[i] = send_[i]->deviceSlot(sendSlot_[i]);
   }
   return ncclSuccess;
+}
+
+ncclResult_t Primitives::reduce(void* out0, void* out1, const void* acc, const void* local,
+                                size_t n, unsigned flags) {
+  return reduceData(comm_, args_, out0, out1, acc, local, n, flags);
+}
+
+ncclResult_t Primitives::copy(void* out0, void* out1, const void* src, size_t bytes) {
+  return copyData(comm_, args_.device, out0, out1, src, bytes);
 }
 
 ncclResult_t Primitives::waitRecvs(size_t n) {
@@ -117,6 +128,7 @@ ncclResult_t Primitives::waitRecvs(size_t n) {
           ncclInvalidUsage, "%s",
           describeMismatch(comm_.rank, args_.fingerprint, bytes, recvPeer_[i], info).c_str());
     comm_.recorder.notePeerSeq(recvPeer_[i], info.op[0]);
+    if (args_.device) recvSlot_[i] = recv_[i]->deviceSlot(recvSlot_[i]);
   }
   return ncclSuccess;
 }
@@ -167,8 +179,8 @@ void Primitives::releaseRecvs() {
 ncclResult_t Primitives::send(const void* src, size_t n) {
   if (!args_.reduction || (lendInput_ && !args_.op.preMul)) return copySend(src, n);
   BRAID_TRY(acquireSends(n));
-  kernels::reduce(args_.op, sendSlot_[0], nsend_ > 1 ? sendSlot_[1] : nullptr, nullptr, src, n,
-                  kernels::kApplyPre);
+  BRAID_TRY(reduce(sendSlot_[0], nsend_ > 1 ? sendSlot_[1] : nullptr, nullptr, src, n,
+                   kernels::kApplyPre));
   postSends(n);
   return ncclSuccess;
 }
@@ -179,7 +191,7 @@ ncclResult_t Primitives::copySend(const void* src, size_t n) {
     postLent(src, n);
     return ncclSuccess;
   }
-  kernels::copy(sendSlot_[0], nsend_ > 1 ? sendSlot_[1] : nullptr, src, n * args_.elemSize);
+  BRAID_TRY(copy(sendSlot_[0], nsend_ > 1 ? sendSlot_[1] : nullptr, src, n * args_.elemSize));
   postSends(n);
   return ncclSuccess;
 }
@@ -188,10 +200,10 @@ ncclResult_t Primitives::copyCopySend(const void* src, void* dst, size_t n) {
   BRAID_TRY(acquireSends(n));
   size_t bytes = n * args_.elemSize;
   if (dst != src) {
-    kernels::copy(dst, nsend_ > 0 ? sendSlot_[0] : nullptr, src, bytes);
-    if (nsend_ > 1) kernels::copy(sendSlot_[1], nullptr, src, bytes);
+    BRAID_TRY(copy(dst, nsend_ > 0 ? sendSlot_[0] : nullptr, src, bytes));
+    if (nsend_ > 1) BRAID_TRY(copy(sendSlot_[1], nullptr, src, bytes));
   } else if (nsend_ > 0) {
-    kernels::copy(sendSlot_[0], nsend_ > 1 ? sendSlot_[1] : nullptr, src, bytes);
+    BRAID_TRY(copy(sendSlot_[0], nsend_ > 1 ? sendSlot_[1] : nullptr, src, bytes));
   }
   postSends(n);
   return ncclSuccess;
@@ -200,7 +212,7 @@ ncclResult_t Primitives::copyCopySend(const void* src, void* dst, size_t n) {
 ncclResult_t Primitives::recv(void* dst, size_t n) {
   BRAID_TRY(waitRecvs(n));
   if (const void* src = received(); src != dst)
-    kernels::copy(dst, nullptr, src, n * args_.elemSize);
+    BRAID_TRY(copy(dst, nullptr, src, n * args_.elemSize));
   releaseRecvs();
   return ncclSuccess;
 }
@@ -208,10 +220,9 @@ ncclResult_t Primitives::recv(void* dst, size_t n) {
 ncclResult_t Primitives::recvReduceSend(const void* src, size_t n) {
   BRAID_TRY(waitRecvs(n));
   BRAID_TRY(acquireSends(n));
-  kernels::reduce(args_.op, sendSlot_[0], nullptr, recvSlot_[0], src, n, kernels::kApplyPre);
-  if (nrecv_ > 1)
-    kernels::reduce(args_.op, sendSlot_[0], nullptr, sendSlot_[0], recvSlot_[1], n, 0);
-  if (nsend_ > 1) kernels::copy(sendSlot_[1], nullptr, sendSlot_[0], n * args_.elemSize);
+  BRAID_TRY(reduce(sendSlot_[0], nullptr, recvSlot_[0], src, n, kernels::kApplyPre));
+  if (nrecv_ > 1) BRAID_TRY(reduce(sendSlot_[0], nullptr, sendSlot_[0], recvSlot_[1], n, 0));
+  if (nsend_ > 1) BRAID_TRY(copy(sendSlot_[1], nullptr, sendSlot_[0], n * args_.elemSize));
   releaseRecvs();
   postSends(n);
   return ncclSuccess;
@@ -223,13 +234,13 @@ ncclResult_t Primitives::recvReduceCopySend(const void* src, void* dst, size_t n
   void* firstSend = nsend_ > 0 && !lend_ ? sendSlot_[0] : nullptr;
   if (nrecv_ == 1) {
     // One read of each operand, the final value written to the output and the next peer at once.
-    kernels::reduce(args_.op, dst, firstSend, recvSlot_[0], src, n,
-                    kernels::kApplyPre | kernels::kApplyPost);
+    BRAID_TRY(
+        reduce(dst, firstSend, recvSlot_[0], src, n, kernels::kApplyPre | kernels::kApplyPost));
   } else {
-    kernels::reduce(args_.op, dst, nullptr, recvSlot_[0], src, n, kernels::kApplyPre);
-    kernels::reduce(args_.op, dst, firstSend, dst, recvSlot_[1], n, kernels::kApplyPost);
+    BRAID_TRY(reduce(dst, nullptr, recvSlot_[0], src, n, kernels::kApplyPre));
+    BRAID_TRY(reduce(dst, firstSend, dst, recvSlot_[1], n, kernels::kApplyPost));
   }
-  if (nsend_ > 1) kernels::copy(sendSlot_[1], nullptr, dst, n * args_.elemSize);
+  if (nsend_ > 1) BRAID_TRY(copy(sendSlot_[1], nullptr, dst, n * args_.elemSize));
   releaseRecvs();
   if (lend_)
     postLent(dst, n);
@@ -244,17 +255,17 @@ ncclResult_t Primitives::recvCopySend(void* dst, size_t n) {
   size_t bytes = n * args_.elemSize;
   const void* src = received();
   if (lend_) {
-    if (src != dst) kernels::copy(dst, nullptr, src, bytes);
+    if (src != dst) BRAID_TRY(copy(dst, nullptr, src, bytes));
     releaseRecvs();
     postLent(dst, n);
     return ncclSuccess;
   }
   void* firstSend = nsend_ > 0 ? sendSlot_[0] : nullptr;
   if (src != dst)
-    kernels::copy(dst, firstSend, src, bytes);
+    BRAID_TRY(copy(dst, firstSend, src, bytes));
   else if (firstSend)
-    kernels::copy(firstSend, nullptr, src, bytes);
-  if (nsend_ > 1) kernels::copy(sendSlot_[1], nullptr, src, bytes);
+    BRAID_TRY(copy(firstSend, nullptr, src, bytes));
+  if (nsend_ > 1) BRAID_TRY(copy(sendSlot_[1], nullptr, src, bytes));
   releaseRecvs();
   postSends(n);
   return ncclSuccess;

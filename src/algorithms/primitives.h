@@ -94,6 +94,10 @@ class Primitives {
 
  private:
   ncclResult_t acquireSends(size_t n);
+  /// kernels::reduce / kernels::copy, on the GPU for a call on device buffers.
+  ncclResult_t reduce(void* out0, void* out1, const void* acc, const void* local, size_t n,
+                      unsigned flags);
+  ncclResult_t copy(void* out0, void* out1, const void* src, size_t bytes);
   ncclResult_t waitRecvs(size_t n);
   void postSends(size_t n);
   void postLent(const void* data, size_t n);

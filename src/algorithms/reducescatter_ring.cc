@@ -13,6 +13,7 @@ namespace {
 class RingReduceScatter : public Algorithm {
  public:
   const char* name() const override { return "Ring"; }
+  bool movesDeviceMemory() const override { return true; }
   bool supports(const CollArgs& args, const ncclComm& comm) const override {
     return args.coll == CollType::kReduceScatter && comm.nranks > 1;
   }

@@ -135,6 +135,7 @@ const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args,
   std::string_view spec = algoSpecFor(comm.config.algo, args.coll);
   std::string_view proto = algoSpecFor(comm.config.proto, args.coll);
   auto usable = [&](const Algorithm* a) {
+    if (args.device && !a->movesDeviceMemory()) return false;
     if (a == selfCollective()) return a != skip && a->supports(args, comm);
     return a != skip && allowedBySpec(spec, a->name()) && allowedBySpec(proto, protocolOf(a)) &&
            a->supports(args, comm);
@@ -150,11 +151,12 @@ ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
   comm.opCount++;
   const size_t bytes = args.count * args.elemSize;
   const Algorithm* chosen;
-  if (comm.lastChoice.coll == static_cast<int>(args.coll) && comm.lastChoice.bytes == bytes) {
+  if (comm.lastChoice.coll == static_cast<int>(args.coll) && comm.lastChoice.bytes == bytes &&
+      comm.lastChoice.device == args.device) {
     chosen = comm.lastChoice.algorithm;
   } else {
     chosen = chooseAlgorithm(comm, args);
-    comm.lastChoice = {static_cast<int>(args.coll), bytes, chosen};
+    comm.lastChoice = {static_cast<int>(args.coll), bytes, args.device, chosen};
   }
   // NCCL_PROTO takes NCCL_ALGO's syntax: Simple is every algorithm's protocol but LowLatency's,
   // which is LL (allreduce up to one mailbox entry, peers sharing memory); LL128 is a GPU
@@ -166,6 +168,11 @@ ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
                 "%zu bytes between ranks that share memory); LL128 is a GPU protocol",
                 comm.config.algo.c_str(), comm.config.proto.c_str(), collName(args.coll), bytes,
                 comm.nranks, kMailboxBytes);
+  if (!chosen && args.device)
+    return fail(ncclInvalidUsage,
+                "NCCL_ALGO=%s leaves no algorithm for %s of device buffers on %d ranks: over the "
+                "P2P transport Braid runs Ring and Tree (and Self on one rank)",
+                comm.config.algo.c_str(), collName(args.coll), comm.nranks);
   if (!chosen)
     return fail(ncclInvalidUsage, "NCCL_ALGO=%s leaves no algorithm for %s on %d ranks",
                 comm.config.algo.c_str(), collName(args.coll), comm.nranks);

@@ -1,5 +1,6 @@
 // One rank: every collective is a local reduction of one contribution (pre- and post-op
 // applied, so avg and premulsum still mean what they say) or a copy.
+#include "algorithms/data_movement.h"
 #include "algorithms/registry.h"
 #include "core/comm.h"
 
@@ -9,13 +10,15 @@ namespace {
 class Self : public Algorithm {
  public:
   const char* name() const override { return "Self"; }
+  bool movesDeviceMemory() const override { return true; }
   bool supports(const CollArgs&, const ncclComm& comm) const override { return comm.nranks == 1; }
-  ncclResult_t run(const CollArgs& args, ncclComm&) const override {
+  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
     if (args.reduction)
-      kernels::reduce(args.op, args.recvbuff, nullptr, nullptr, args.sendbuff, args.count,
-                      kernels::kApplyPre | kernels::kApplyPost);
-    else if (args.recvbuff != args.sendbuff)
-      kernels::copy(args.recvbuff, nullptr, args.sendbuff, args.count * args.elemSize);
+      return reduceData(comm, args, args.recvbuff, nullptr, nullptr, args.sendbuff, args.count,
+                        kernels::kApplyPre | kernels::kApplyPost);
+    if (args.recvbuff != args.sendbuff)
+      return copyData(comm, args.device, args.recvbuff, nullptr, args.sendbuff,
+                      args.count * args.elemSize);
     return ncclSuccess;
   }
 };

@@ -48,6 +48,13 @@ std::vector<CallBuffer> callBuffers(const ncclComm& comm, const CollArgs& args) 
 // Device buffers: the call is enqueued on the CUDA stream (device/device_staging.h).
 ncclResult_t enqueueOnDevice(ncclComm* comm, const CollArgs& args,
                              const std::vector<CallBuffer>& buffers, cudaStream_t stream) {
+  if (comm->deviceDirect)
+    return runDirect(comm, stream, [comm, args] {
+      CollArgs onDevice = args;
+      onDevice.device = true;
+      ActiveCall active(comm);
+      return runCollective(*comm, onDevice);
+    });
   return runStaged(comm, stream, buffers, [comm, args](const std::vector<void*>& staged) {
     CollArgs onHost = args;
     onHost.sendbuff = staged[0];

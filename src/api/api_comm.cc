@@ -19,6 +19,7 @@
 #include "core/split.h"
 #include "core/unique_id.h"
 #include "device/device_runtime.h"
+#include "device/device_staging.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/random.h"
@@ -107,6 +108,7 @@ ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
   CommConfig checked;
   BRAID_TRY(loadConfig(config, &checked));  // bad fields fail now, before anything exists
   ncclComm* comm = commAllocate();
+  comm->cudaDevice = initDevice();  // as NCCL: the device current when the call is made
   *out = comm;
   if (groupActive()) {
     // Deferred to ncclGroupEnd, where the ranks of this group connect concurrently.
@@ -194,6 +196,8 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
         groupEnd();
         return r;
       }
+      // Rank i's device, known before the group connects the ranks (the P2P transport needs it).
+      if (devices > 0) comms[i]->cudaDevice = devlist ? devlist[i] : i % devices;
     }
     ncclResult_t r = groupEnd();
     if (r != ncclSuccess) {
@@ -201,8 +205,6 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
         if (comms[i]) releaseComm(comms[i], true), comms[i] = nullptr;
       return r;
     }
-    if (devices > 0)
-      for (int i = 0; i < ndev; i++) comms[i]->cudaDevice = devlist ? devlist[i] : i % devices;
     return r;
   });
 }

@@ -13,9 +13,9 @@ using namespace braid;
 
 namespace {
 
-ncclResult_t runBatch(ncclComm* comm, std::vector<P2pOp> ops) {
+ncclResult_t runBatch(ncclComm* comm, std::vector<P2pOp> ops, bool device = false) {
   ActiveCall active(comm);
-  ncclResult_t r = runP2pBatch(*comm, ops);
+  ncclResult_t r = runP2pBatch(*comm, ops, device);
   if (r != ncclSuccess) commSetError(comm, r, lastError());
   return r;
 }
@@ -31,8 +31,11 @@ std::vector<CallBuffer> p2pBuffers(const std::vector<P2pOp>& ops) {
   return buffers;
 }
 
-// Device buffers: the batch runs on staged copies, enqueued on the CUDA stream.
-ncclResult_t runBatchStaged(ncclComm* comm, cudaStream_t stream, const std::vector<P2pOp>& ops) {
+// Device buffers: the batch runs on the GPU over the P2P transport, or on staged copies,
+// enqueued on the CUDA stream.
+ncclResult_t runBatchOnDevice(ncclComm* comm, cudaStream_t stream, const std::vector<P2pOp>& ops) {
+  if (comm->deviceDirect)
+    return runDirect(comm, stream, [comm, ops] { return runBatch(comm, ops, true); });
   return runStaged(comm, stream, p2pBuffers(ops), [comm, ops](const std::vector<void*>& staged) {
     std::vector<P2pOp> onHost = ops;
     for (size_t i = 0; i < onHost.size(); ++i) {
@@ -51,7 +54,7 @@ ncclResult_t runBatchStaged(ncclComm* comm, cudaStream_t stream, const std::vect
 ncclResult_t runOps(ncclComm* comm, cudaStream_t cudaStream, std::vector<P2pOp> ops) {
   bool onDevice = false;
   BRAID_TRY(placeCall(comm, p2pBuffers(ops), cudaStream, &onDevice));
-  if (onDevice) return runBatchStaged(comm, cudaStream, ops);
+  if (onDevice) return runBatchOnDevice(comm, cudaStream, ops);
   HostStream* stream = hostStreamFromHandle(cudaStream);
   if (runsNow(comm, stream)) return runInTurn(comm, [&] { return runBatch(comm, ops); });
   TaskEstimate estimate;
@@ -99,7 +102,7 @@ ncclResult_t enqueueP2p(bool isSend, const void* sendbuff, void* recvbuff, size_
           // The group's buffers are placed together: all host or all device memory.
           bool onDevice = false;
           BRAID_TRY(placeCall(comm, p2pBuffers(ops), stream, &onDevice));
-          if (onDevice) return runBatchStaged(comm, stream, ops);
+          if (onDevice) return runBatchOnDevice(comm, stream, ops);
           return runBatch(comm, std::move(ops));
         },
         hostStream,

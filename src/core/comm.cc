@@ -10,6 +10,7 @@
 #include "core/host_identity.h"
 #include "core/unique_id.h"
 #include "patterns/tree.h"
+#include "transports/p2p/p2p_transport.h"
 #include "util/log.h"
 #include "util/status.h"
 
@@ -58,19 +59,23 @@ ncclResult_t connectPeers(ncclComm* comm, TransportContext& ctx) {
     Transport* t = chooseTransport(ctx, peer);
     if (!t)
       return fail(ncclSystemError, "no transport can connect rank %d to rank %d", comm->rank, peer);
-    ConnectBlob blob{};
+    ConnectBlob blob{}, deviceBlob{};
     BRAID_TRY(t->setupRecv(ctx, peer, &blob, &comm->recvFrom[peer]));
+    const bool p2p = p2pCanConnect(ctx, peer);
+    if (p2p) BRAID_TRY(p2pSetupRecv(ctx, peer, *comm->recvFrom[peer], &deviceBlob));
     int32_t to = peer;
     mine.append(reinterpret_cast<const char*>(&to), sizeof(to));
     mine.append(reinterpret_cast<const char*>(blob.bytes), sizeof(blob.bytes));
-    BRAID_INFO(kSubsysInit, "rank %d <- rank %d via %s", comm->rank, peer, t->name());
+    mine.append(reinterpret_cast<const char*>(deviceBlob.bytes), sizeof(deviceBlob.bytes));
+    BRAID_INFO(kSubsysInit, "rank %d <- rank %d via %s%s", comm->rank, peer, t->name(),
+               p2p ? " + p2p (device slots)" : "");
   }
   std::vector<std::string> all;
   BRAID_TRY(comm->bootstrap->allGather(mine, &all));
   // Phase 2: connect to the blob each neighbour made for us.
   for (int peer : neighbours) {
     const std::string& theirs = all[peer];
-    const size_t entry = sizeof(int32_t) + kConnectBlobBytes;
+    const size_t entry = sizeof(int32_t) + 2 * kConnectBlobBytes;
     bool found = false;
     for (size_t pos = 0; pos + entry <= theirs.size(); pos += entry) {
       int32_t to;
@@ -80,6 +85,12 @@ ncclResult_t connectPeers(ncclComm* comm, TransportContext& ctx) {
       memcpy(blob.bytes, theirs.data() + pos + sizeof(to), kConnectBlobBytes);
       Transport* t = chooseTransport(ctx, peer);
       BRAID_TRY(t->connectSend(ctx, peer, blob, &comm->sendTo[peer]));
+      if (p2pCanConnect(ctx, peer)) {
+        ConnectBlob deviceBlob;
+        memcpy(deviceBlob.bytes, theirs.data() + pos + sizeof(to) + kConnectBlobBytes,
+               kConnectBlobBytes);
+        BRAID_TRY(p2pConnectSend(ctx, peer, *comm->sendTo[peer], deviceBlob));
+      }
       found = true;
     }
     if (!found)
@@ -139,9 +150,11 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   comm->policy.timeoutS = comm->config.timeoutS;
   comm->policy.abort = &comm->abortFlag;
   comm->policy.spinIters = 2000;
-  comm->cudaDevice = initDevice();  // as NCCL: the device current at init
+  // As NCCL: the device current when the init call was made (set by the caller), or now.
+  if (comm->cudaDevice == kDeviceUnset) comm->cudaDevice = initDevice();
 
   PeerInfo me = localPeerInfo(rank);
+  describeDevice(comm->cudaDevice, &me);
   // Rank 0's tuner constants ride along: every rank must rank the algorithms alike.
   TunerWire tuner;
   // (Its core count is filled in after the exchange, from every rank's affinity mask.)
@@ -180,6 +193,7 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   ctx.tcpSockets = comm->config.tcpSockets;
   ctx.tcpBufferBytes = comm->config.tcpBufferBytes;
   ctx.allowed = comm->config.transports;
+  ctx.cudaDevice = comm->cudaDevice;
   bool needTcp = false;
   for (int peer : peersToConnect(comm))
     if (Transport* t = chooseTransport(ctx, peer); t && std::string(t->name()) == "tcp")
@@ -194,6 +208,7 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
              comm->costModel.cost.alphaUs, comm->costModel.cost.gbps,
              comm->costModel.cost.reduceGbps, comm->costModel.oversubscribe);
   BRAID_TRY(connectPeers(comm, ctx));
+  comm->deviceDirect = p2pConnectsAll(ctx);
   comm->peersShareMemory = true;
   for (int p = 0; p < nranks; p++) {
     if (p == rank) continue;
@@ -206,8 +221,11 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
     if (c && comm->config.spinIters < 0 && std::string(c->transportName()) == "tcp")
       comm->policy.spinIters = std::min(comm->policy.spinIters, 100);
   comm->initialized = true;
-  BRAID_INFO(kSubsysInit, "comm %p rank %d nranks %d pid %d - Init COMPLETE (spin %d)",
-             static_cast<void*>(comm), rank, nranks, me.pid, comm->policy.spinIters);
+  BRAID_INFO(kSubsysInit,
+             "comm %p rank %d nranks %d pid %d cudaDev %d - Init COMPLETE (spin %d, device "
+             "buffers %s)",
+             static_cast<void*>(comm), rank, nranks, me.pid, comm->cudaDevice,
+             comm->policy.spinIters, comm->deviceDirect ? "over p2p" : "staged through the host");
   return ncclSuccess;
 }
 

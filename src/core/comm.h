@@ -27,6 +27,9 @@ class Algorithm;
 
 namespace braid {
 
+/// ncclComm::cudaDevice before init has chosen one.
+inline constexpr int kDeviceUnset = -2;
+
 /// An ncclSend or ncclRecv waiting for its group to end.
 struct P2pRequest {
   bool isSend;
@@ -92,11 +95,15 @@ struct ncclComm {
   struct {
     int coll = -1;
     size_t bytes = 0;
+    bool device = false;
     const braid::Algorithm* algorithm = nullptr;
   } lastChoice;
   /// The CUDA device current when the communicator was created (-1 without devices): device
   /// buffers and streams of calls must belong to it.
-  int cudaDevice = -1;
+  int cudaDevice = braid::kDeviceUnset;
+  /// Every pair of ranks is connected by the P2P transport (the same answer on every rank):
+  /// calls on device buffers move their data on the GPUs instead of staging it through the host.
+  bool deviceDirect = false;
   /// Page-locked staging for device buffers over shm/TCP, one block per stream.
   braid::StagingPool staging;
   /// Issue order across streams: each device-buffer call takes a ticket (orderIssued) and its

@@ -26,7 +26,7 @@ ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
   for (std::string t; std::getline(ss, t, ',');)
     if (!t.empty()) c.transports.push_back(t);
   if (envInt("NCCL_SHM_DISABLE", 0) == 1) {
-    if (c.transports.empty()) c.transports = {"local", "tcp"};
+    if (c.transports.empty()) c.transports = {"local", "p2p", "tcp"};
     std::erase(c.transports, std::string("shm"));
   }
   const int64_t recorder = envInt("BRAID_FLIGHT_RECORDER_SIZE", 64);

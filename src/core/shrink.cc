@@ -194,6 +194,7 @@ ncclResult_t commShrink(ncclComm* parent, const std::vector<int>& excluded,
     config = &inherited;
   }
   ncclComm* comm = commAllocate();
+  comm->cudaDevice = parent->cudaDevice;  // as NCCL: the child keeps the parent's device
   ncclResult_t r = commInit(comm, id, nSurvivors, newRank, config);
   if (r != ncclSuccess) {
     commFree(comm);

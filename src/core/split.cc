@@ -55,6 +55,7 @@ ncclResult_t commSplit(ncclComm* parent, int color, int key, ncclComm** out,
   ncclUniqueId id;
   memcpy(id.internal, leaderId.data(), sizeof(id.internal));
   ncclComm* comm = commAllocate();
+  comm->cudaDevice = parent->cudaDevice;  // as NCCL: the child keeps the parent's device
   ncclConfig_t inherited = NCCL_CONFIG_INITIALIZER;
   if (!config) {
     inherited.blocking = parent->config.blocking;

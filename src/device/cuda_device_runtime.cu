@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "device/device_runtime.h"
+#include "kernels/cuda/reduce_cuda.h"
 #include "util/status.h"
 
 namespace braid {
@@ -34,6 +36,29 @@ ncclResult_t cudaFail(cudaError_t error, const char* call) {
     const cudaError_t braidCudaError_ = (call);                                  \
     if (braidCudaError_ != cudaSuccess) return cudaFail(braidCudaError_, #call); \
   } while (0)
+
+/// Makes a device current for a scope and then restores the caller's: the runtime must not
+/// change the device a user's thread has current.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) {
+      cudaGetLastError();
+      previous_ = -1;
+    }
+    if (previous_ != device) error_ = cudaSetDevice(device);
+  }
+  ~DeviceScope() {
+    int now = -1;
+    if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_)
+      cudaSetDevice(previous_);
+  }
+  cudaError_t error() const { return error_; }
+
+ private:
+  int previous_ = -1;
+  cudaError_t error_ = cudaSuccess;
+};
 
 /// The host side of one stream's host work: in order, one at a time.
 class StreamWorker {
@@ -190,7 +215,112 @@ class CudaRuntime final : public DeviceRuntime {
     cudaFreeHost(p);
   }
 
+  uint64_t deviceIdentity(int device) override {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the UUID: the same in every process
+    for (char c : prop.uuid.bytes) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return h ? h : 1;
+  }
+
+  bool canAccessPeer(int device, int peer) override {
+    if (device == peer) return true;
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, device, peer) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return can != 0;
+  }
+
+  ncclResult_t enablePeerAccess(int device, int peer) override {
+    if (device == peer) return ncclSuccess;
+    DeviceScope scope(device);
+    BRAID_CUDA_TRY(scope.error());
+    const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) {
+      cudaGetLastError();
+      return ncclSuccess;
+    }
+    BRAID_CUDA_TRY(e);
+    return ncclSuccess;
+  }
+
+  ncclResult_t allocDevice(int device, size_t bytes, void** p) override {
+    DeviceScope scope(device);
+    BRAID_CUDA_TRY(scope.error());
+    BRAID_CUDA_TRY(cudaMalloc(p, bytes));
+    return ncclSuccess;
+  }
+
+  void freeDevice(void* p) override {
+    cudaDeviceSynchronize();  // a peer's copy into it may still be running
+    cudaFree(p);
+  }
+
+  ncclResult_t exportMemory(void* p, IpcHandle* handle) override {
+    static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(IpcHandle));
+    cudaIpcMemHandle_t h;
+    BRAID_CUDA_TRY(cudaIpcGetMemHandle(&h, p));
+    memcpy(handle->bytes, &h, sizeof(h));
+    return ncclSuccess;
+  }
+
+  ncclResult_t openMemory(int device, const IpcHandle& handle, void** p) override {
+    cudaIpcMemHandle_t h;
+    memcpy(&h, handle.bytes, sizeof(h));
+    DeviceScope scope(device);
+    BRAID_CUDA_TRY(scope.error());
+    BRAID_CUDA_TRY(cudaIpcOpenMemHandle(p, h, cudaIpcMemLazyEnablePeerAccess));
+    return ncclSuccess;
+  }
+
+  void closeMemory(void* p) override {
+    cudaDeviceSynchronize();
+    cudaIpcCloseMemHandle(p);
+  }
+
+  ncclResult_t reduce(int device, const kernels::ReduceOp& op, void* out0, void* out1,
+                      const void* acc, const void* local, size_t count, unsigned flags) override {
+    DeviceScope scope(device);
+    BRAID_CUDA_TRY(scope.error());
+    cudaStream_t stream;
+    BRAID_TRY(workStream(device, &stream));
+    BRAID_CUDA_TRY(static_cast<cudaError_t>(
+        kernels::cuda::reduceAsync(op, out0, out1, acc, local, count, flags, stream)));
+    BRAID_CUDA_TRY(cudaStreamSynchronize(stream));
+    return ncclSuccess;
+  }
+
+  ncclResult_t copy(int device, void* out0, void* out1, const void* src, size_t bytes) override {
+    DeviceScope scope(device);
+    BRAID_CUDA_TRY(scope.error());
+    cudaStream_t stream;
+    BRAID_TRY(workStream(device, &stream));
+    BRAID_CUDA_TRY(
+        static_cast<cudaError_t>(kernels::cuda::copyAsync(out0, out1, src, bytes, stream)));
+    BRAID_CUDA_TRY(cudaStreamSynchronize(stream));
+    return ncclSuccess;
+  }
+
  private:
+  /// The calling thread's stream on `device` (current) for reduce/copy. Non-blocking: it never
+  /// waits for the legacy default stream, which the user's work may be holding.
+  static ncclResult_t workStream(int device, cudaStream_t* stream) {
+    thread_local std::map<int, cudaStream_t> streams;
+    auto it = streams.find(device);
+    if (it == streams.end()) {
+      cudaStream_t s;
+      BRAID_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      it = streams.emplace(device, s).first;
+    }
+    *stream = it->second;
+    return ncclSuccess;
+  }
+
   std::once_flag countOnce_;
   int count_ = 0;
   std::mutex mutex_;

@@ -39,7 +39,31 @@ class NoDeviceRuntime final : public DeviceRuntime {
 
 std::atomic<DeviceRuntime*> installed{nullptr};
 
+ncclResult_t noPeerMemory(const char* what) {
+  return fail(ncclInvalidUsage, "the %s device runtime has no %s", deviceRuntime().name(), what);
+}
+
 }  // namespace
+
+ncclResult_t DeviceRuntime::enablePeerAccess(int device, int peer) {
+  return device == peer ? ncclSuccess : noPeerMemory("peer access");
+}
+ncclResult_t DeviceRuntime::allocDevice(int, size_t, void**) {
+  return noPeerMemory("device allocation");
+}
+ncclResult_t DeviceRuntime::exportMemory(void*, IpcHandle*) {
+  return noPeerMemory("memory export");
+}
+ncclResult_t DeviceRuntime::openMemory(int, const IpcHandle&, void**) {
+  return noPeerMemory("memory import");
+}
+ncclResult_t DeviceRuntime::reduce(int, const kernels::ReduceOp&, void*, void*, const void*,
+                                   const void*, size_t, unsigned) {
+  return noPeerMemory("device reduction");
+}
+ncclResult_t DeviceRuntime::copy(int, void*, void*, const void*, size_t) {
+  return noPeerMemory("device copy");
+}
 
 DeviceRuntime& noDeviceRuntime() {
   static NoDeviceRuntime runtime;

@@ -7,8 +7,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 
+#include "kernels/reduce.h"
 #include "nccl.h"
 
 namespace braid {
@@ -18,6 +20,11 @@ enum class MemoryKind {
   kHost,     ///< pageable or pinned host memory: the CPU path reads it directly
   kDevice,   ///< memory of one device (cudaMalloc)
   kManaged,  ///< managed memory: readable by the host, staged like host memory
+};
+
+/// Device memory exported to another process (cudaIpcMemHandle_t's 64 bytes).
+struct IpcHandle {
+  unsigned char bytes[64];
 };
 
 struct MemoryPlace {
@@ -49,6 +56,31 @@ class DeviceRuntime {
   /// Page-locked host memory for staging (so copies overlap); nullptr on failure.
   virtual void* allocStaging(size_t bytes) = 0;
   virtual void freeStaging(void* p) = 0;
+
+  // What the P2P transport (transports/p2p) and the collectives that move device memory
+  // themselves need. The defaults are a runtime without peer memory: no identity, so no rank
+  // ever picks the P2P transport.
+
+  /// A name of `device` that every process of the host gives alike (a hash of its UUID); 0 when
+  /// unknown.
+  virtual uint64_t deviceIdentity(int /*device*/) { return 0; }
+  /// Whether kernels on `device` can read and write memory of `peer` (a device reaches itself).
+  virtual bool canAccessPeer(int device, int peer) { return device == peer; }
+  /// Lets kernels on `device` reach `peer`'s memory; succeeds when already enabled.
+  virtual ncclResult_t enablePeerAccess(int device, int peer);
+  /// `bytes` of memory of `device` (cudaMalloc), and its release.
+  virtual ncclResult_t allocDevice(int device, size_t bytes, void** p);
+  virtual void freeDevice(void* p) { (void)p; }
+  /// A handle another process of the host opens to map memory from allocDevice.
+  virtual ncclResult_t exportMemory(void* p, IpcHandle* handle);
+  /// Maps exported memory into this process for use from `device`; closeMemory unmaps it.
+  virtual ncclResult_t openMemory(int device, const IpcHandle& handle, void** p);
+  virtual void closeMemory(void* p) { (void)p; }
+  /// kernels::reduce and kernels::copy on memory of (or reachable from) `device`, run on a
+  /// stream of the runtime's own and complete when they return.
+  virtual ncclResult_t reduce(int device, const kernels::ReduceOp& op, void* out0, void* out1,
+                              const void* acc, const void* local, size_t count, unsigned flags);
+  virtual ncclResult_t copy(int device, void* out0, void* out1, const void* src, size_t bytes);
 };
 
 /// The process's runtime: CUDA's when the library was built with CUDA, otherwise one with no

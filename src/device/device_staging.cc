@@ -116,8 +116,8 @@ ncclResult_t placeCall(ncclComm* comm, const std::vector<CallBuffer>& buffers, v
   BRAID_TRY(rt.streamCapturing(stream, &capturing));
   if (capturing)
     return fail(ncclInvalidUsage,
-                "stream=%p is capturing a CUDA graph: device buffers over shared memory or TCP "
-                "run through host staging, which a graph cannot replay; call outside capture",
+                "stream=%p is capturing a CUDA graph: Braid runs a call on device buffers as a "
+                "host step in stream order, which a graph cannot replay; call outside capture",
                 stream);
   *onDevice = true;
   return ncclSuccess;
@@ -167,14 +167,26 @@ ncclResult_t runStaged(ncclComm* comm, void* stream, const std::vector<CallBuffe
       BRAID_TRY(rt.copyAsync(block + r.offset, reinterpret_cast<const void*>(r.begin),
                              r.end - r.begin, stream));
 
+  BRAID_TRY(runDirect(comm, stream, [staged, work = std::move(work)] { return work(staged); }));
+  // Only what the call writes goes back: bytes of a region no output covers keep the device's
+  // own values, even where the region was staged whole.
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].output && staged[i])
+      BRAID_TRY(
+          rt.copyAsync(const_cast<void*>(buffers[i].ptr), staged[i], buffers[i].bytes, stream));
+  return ncclSuccess;
+}
+
+ncclResult_t runDirect(ncclComm* comm, void* stream, std::function<ncclResult_t()> work) {
+  DeviceRuntime& rt = deviceRuntime();
   comm->streamWork.fetch_add(1);
   const uint32_t ticket = comm->orderIssued.fetch_add(1, std::memory_order_relaxed);
-  ncclResult_t queued = rt.hostWorkAsync(stream, [comm, staged, ticket, work = std::move(work)] {
+  ncclResult_t queued = rt.hostWorkAsync(stream, [comm, ticket, work = std::move(work)] {
     // Steps on other streams issued earlier run first. A step whose wait failed leaves the
     // order where it is: the communicator has failed, and later steps fail at their deadline.
     ncclResult_t r = waitTurn(comm, ticket);
     if (r == ncclSuccess) {
-      r = work(staged);
+      r = work();
       finishTurn(comm, ticket);
     }
     if (r != ncclSuccess) commSetError(comm, r, lastError());
@@ -186,12 +198,6 @@ ncclResult_t runStaged(ncclComm* comm, void* stream, const std::vector<CallBuffe
     comm->streamWork.fetch_sub(1);
     return queued;
   }
-  // Only what the call writes goes back: bytes of a region no output covers keep the device's
-  // own values, even where the region was staged whole.
-  for (size_t i = 0; i < buffers.size(); ++i)
-    if (buffers[i].output && staged[i])
-      BRAID_TRY(
-          rt.copyAsync(const_cast<void*>(buffers[i].ptr), staged[i], buffers[i].bytes, stream));
   return ncclSuccess;
 }
 

@@ -1,9 +1,12 @@
-// Collectives on device buffers over the host transports (shared memory, TCP): the call is
-// enqueued on the user's CUDA stream as three steps, so it is asynchronous to the host exactly
-// as an NCCL call is (cudaStreamSynchronize completes it):
+// Collectives on device buffers. Where every pair of ranks is connected by the P2P transport
+// (transports/p2p), the call is one step enqueued on the user's CUDA stream: a host thread, in
+// stream order, runs the collective with its copies and reductions on the GPU (runDirect).
+// Over the host transports (shared memory, TCP) it is three steps:
 //   1. copy the device inputs into page-locked host staging,
 //   2. run the host collective on the staging copies (a host thread, in stream order),
 //   3. copy the staged outputs back to the device buffers.
+// Either way the call is asynchronous to the host exactly as an NCCL call is
+// (cudaStreamSynchronize completes it).
 // placeCall decides whether a call takes this path and rejects what cannot run: host and device
 // buffers mixed, memory or a stream of another device, CUDA-graph capture.
 #pragma once
@@ -40,6 +43,12 @@ using StagedWork = std::function<ncclResult_t(const std::vector<void*>& staged)>
 /// communicator's asynchronous error (ncclCommGetAsyncError), as in NCCL.
 ncclResult_t runStaged(ncclComm* comm, void* stream, const std::vector<CallBuffer>& buffers,
                        StagedWork work);
+
+/// Enqueues `work` on `stream` as one host step in the communicator's issue order, and returns.
+/// Over the P2P transport (ncclComm::deviceDirect) the work is the collective itself, moving the
+/// device buffers on the GPU; runStaged wraps it in its copies. A failure becomes the
+/// communicator's asynchronous error.
+ncclResult_t runDirect(ncclComm* comm, void* stream, std::function<ncclResult_t()> work);
 
 /// Runs a synchronous host-path call in the communicator's issue order: when device-buffer calls
 /// are still queued on streams, it waits until their host steps have run (NCCL runs a

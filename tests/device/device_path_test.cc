@@ -13,13 +13,16 @@
 #include <thread>
 #include <vector>
 
+#include "core/comm.h"
 #include "device/device_runtime.h"
 #include "harness/rank_harness.h"
 #include "nccl.h"
+#include "tests/device/device_test_inputs.h"
 #include "tests/device/fake_device_runtime.h"
 
 namespace {
 
+using braid::test::fakeDevice;
 using braid::test::FakeDeviceRuntime;
 using braid::test::RankContext;
 using braid::test::RunOptions;
@@ -29,27 +32,23 @@ using braid::test::runThreads;
 constexpr int32_t kPoison = -123456789;
 
 int32_t input(int rank, size_t i) {
-  return static_cast<int32_t>((i * 7919 + static_cast<size_t>(rank) * 104729) % 2001) - 1000;
+  return braid::test::deviceTestInput(rank, i);
 }
 
 RunOptions opts() {
-  RunOptions o;
-  o.timeoutS = 90;
-  o.env = {{"BRAID_TIMEOUT_S", "20"}};
-  return o;
+  return braid::test::deviceTestOptions();
 }
 
-/// The fake device every test here uses (threads share it; processes inherit it at fork).
-FakeDeviceRuntime& fakeDevice() {
-  static FakeDeviceRuntime fake(2);
-  return fake;
+/// Device buffers staged through the host instead of moved over the P2P transport.
+RunOptions staged() {
+  RunOptions o = opts();
+  o.env.push_back({"NCCL_P2P_DISABLE", "1"});
+  return o;
 }
 
 /// Installs the fake runtime for the test's lifetime.
 class DevicePathTest : public ::testing::Test {
- protected:
-  void SetUp() override { braid::setDeviceRuntime(&fakeDevice()); }
-  void TearDown() override { braid::setDeviceRuntime(nullptr); }
+  braid::test::FakeDeviceInstalled installed_;
 };
 
 /// A device buffer of int32 for one rank: filled, poisoned and read back through host pointers
@@ -113,10 +112,12 @@ void allReduceInStreamOrder(RankContext& ctx) {
 
 TEST_F(DevicePathTest, AllReduceThreadsCompleteInStreamOrder) {
   for (int n : {1, 2, 3}) BRAID_EXPECT_ALL_RANKS_OK(runThreads(n, allReduceInStreamOrder, opts()));
+  BRAID_EXPECT_ALL_RANKS_OK(runThreads(3, allReduceInStreamOrder, staged()));
 }
 
 TEST_F(DevicePathTest, AllReduceProcessesCompleteInStreamOrder) {
   BRAID_EXPECT_ALL_RANKS_OK(runProcesses(3, allReduceInStreamOrder, opts()));
+  BRAID_EXPECT_ALL_RANKS_OK(runProcesses(3, allReduceInStreamOrder, staged()));
 }
 
 // Calls queued behind each other on one held stream share the stream's staging block (and one
@@ -147,7 +148,7 @@ void queuedCallsShareStaging(RankContext& ctx) {
 }
 
 TEST_F(DevicePathTest, QueuedCallsShareStagingThreads) {
-  BRAID_EXPECT_ALL_RANKS_OK(runThreads(3, queuedCallsShareStaging, opts()));
+  BRAID_EXPECT_ALL_RANKS_OK(runThreads(3, queuedCallsShareStaging, staged()));
 }
 
 // Issue order across streams: rank 0 holds its first stream, rank 1 its second. Each rank issues
@@ -202,15 +203,25 @@ TEST_F(DevicePathTest, IssueOrderAcrossStreamsThreads) {
   BRAID_EXPECT_ALL_RANKS_OK(runThreads(2, issueOrderAcrossStreams, opts()));
 }
 
-// Every other collective on device buffers against closed-form expectations.
+bool envIs(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v && std::strcmp(v, value) == 0;
+}
+
+// Every other collective on device buffers against closed-form expectations. Over the P2P
+// transport every byte moves through the fake's device copies and reductions (which refuse host
+// memory); staged, none does. Counts 200003 span several slots.
 void everyCollective(RankContext& ctx) {
   ncclComm_t comm = ctx.initComm();
   ASSERT_NE(comm, nullptr);
+  const bool staged = envIs("NCCL_P2P_DISABLE", "1") || envIs("NCCL_SHM_DISABLE", "1");
+  EXPECT_EQ(comm->deviceDirect, !staged);
+  const long opsBefore = fakeDevice().deviceOps();
   void* stream = fakeDevice().createStream(0);
   auto s = static_cast<cudaStream_t>(stream);
   const int n = ctx.nranks(), me = ctx.rank();
   auto sync = [&] { fakeDevice().synchronize(stream); };
-  for (size_t count : {size_t{1}, size_t{13}, size_t{4099}}) {
+  for (size_t count : {size_t{1}, size_t{13}, size_t{4099}, size_t{200003}}) {
     const std::string at = " count " + std::to_string(count);
     for (int root : {0, n - 1, n / 2}) {
       DeviceInts buf(count);
@@ -298,15 +309,30 @@ void everyCollective(RankContext& ctx) {
     for (size_t i = 0; i < count; ++i) fromPrevious[i] = input((me + n - 1) % n, i);
     expectElements(ctx, pRecv.data, fromPrevious, "send/recv ring" + at);
   }
+  ncclResult_t async = ncclInternalError;
+  EXPECT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSuccess) << ncclGetLastError(comm);
+  if (staged)
+    EXPECT_EQ(fakeDevice().deviceOps(), opsBefore) << "a staged call moved data on the device";
+  else
+    EXPECT_GT(fakeDevice().deviceOps(), opsBefore) << "no call moved data on the device";
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
-TEST_F(DevicePathTest, EveryCollectiveThreads) {
+TEST_F(DevicePathTest, EveryCollectiveThreadsOverP2p) {
   for (int n : {1, 3}) BRAID_EXPECT_ALL_RANKS_OK(runThreads(n, everyCollective, opts()));
 }
 
-TEST_F(DevicePathTest, EveryCollectiveProcesses) {
+TEST_F(DevicePathTest, EveryCollectiveProcessesOverP2p) {
   BRAID_EXPECT_ALL_RANKS_OK(runProcesses(3, everyCollective, opts()));
+}
+
+TEST_F(DevicePathTest, EveryCollectiveThreadsStagedOverShm) {
+  for (int n : {1, 3}) BRAID_EXPECT_ALL_RANKS_OK(runThreads(n, everyCollective, staged()));
+}
+
+TEST_F(DevicePathTest, EveryCollectiveProcessesStagedOverShm) {
+  BRAID_EXPECT_ALL_RANKS_OK(runProcesses(3, everyCollective, staged()));
 }
 
 TEST_F(DevicePathTest, EveryCollectiveProcessesOverTcp) {

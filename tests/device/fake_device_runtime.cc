@@ -1,8 +1,14 @@
 // The fake device runtime (fake_device_runtime.h).
 #include "tests/device/fake_device_runtime.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "util/status.h"
 
@@ -23,6 +29,10 @@ FakeDeviceRuntime::~FakeDeviceRuntime() {
     lock.lock();
   }
   for (auto& [start, info] : allocations_) std::free(const_cast<char*>(start));
+  for (auto& [start, m] : mappings_) {
+    munmap(const_cast<char*>(start), m.bytes);
+    if (m.fd >= 0) close(m.fd);
+  }
 }
 
 void FakeDeviceRuntime::setCurrentDevice(int device) {
@@ -126,11 +136,15 @@ ncclResult_t FakeDeviceRuntime::currentDevice(int* device) {
 MemoryPlace FakeDeviceRuntime::place(const void* p) {
   std::lock_guard<std::mutex> lock(mutex_);
   const char* c = static_cast<const char*>(p);
-  auto it = allocations_.upper_bound(c);
-  if (it == allocations_.begin()) return {};
-  --it;
-  if (c >= it->first + it->second.first) return {};
-  return {MemoryKind::kDevice, it->second.second};
+  if (auto it = allocations_.upper_bound(c); it != allocations_.begin()) {
+    --it;
+    if (c < it->first + it->second.first) return {MemoryKind::kDevice, it->second.second};
+  }
+  if (auto it = mappings_.upper_bound(c); it != mappings_.begin()) {
+    --it;
+    if (c < it->first + it->second.bytes) return {MemoryKind::kDevice, it->second.device};
+  }
+  return {};
 }
 
 ncclResult_t FakeDeviceRuntime::streamDevice(void* stream, int* device) {
@@ -167,6 +181,145 @@ void* FakeDeviceRuntime::allocStaging(size_t bytes) {
 
 void FakeDeviceRuntime::freeStaging(void* p) {
   std::free(p);
+}
+
+}  // namespace braid::test
+
+namespace braid::test {
+namespace {
+
+// A fake IPC handle: the exporting process and the memfd that backs the allocation.
+struct FakeHandle {
+  uint64_t magic;
+  int32_t pid;
+  int32_t fd;
+  uint64_t bytes;
+  int32_t device;
+};
+constexpr uint64_t kFakeHandleMagic = 0x66616b652d697063ull;  // "fake-ipc"
+
+}  // namespace
+
+FakeDeviceRuntime& fakeDevice() {
+  static FakeDeviceRuntime fake(2);
+  return fake;
+}
+
+int FakeDeviceRuntime::deviceOf(const void* p, size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const char* c = static_cast<const char*>(p);
+  if (auto it = allocations_.upper_bound(c); it != allocations_.begin()) {
+    --it;
+    if (c + bytes <= it->first + it->second.first) return it->second.second;
+  }
+  if (auto it = mappings_.upper_bound(c); it != mappings_.begin()) {
+    --it;
+    if (c + bytes <= it->first + it->second.bytes) return it->second.device;
+  }
+  return -1;
+}
+
+uint64_t FakeDeviceRuntime::deviceIdentity(int device) {
+  return device >= 0 && device < devices_ ? 0xfa4e'0000ull + static_cast<uint64_t>(device) + 1 : 0;
+}
+
+bool FakeDeviceRuntime::canAccessPeer(int device, int peer) {
+  return device >= 0 && peer >= 0 && device < devices_ && peer < devices_;
+}
+
+ncclResult_t FakeDeviceRuntime::enablePeerAccess(int device, int peer) {
+  if (!canAccessPeer(device, peer))
+    return fail(ncclInvalidUsage, "fake: device %d cannot reach device %d", device, peer);
+  return ncclSuccess;
+}
+
+ncclResult_t FakeDeviceRuntime::allocDevice(int device, size_t bytes, void** p) {
+  const int fd = memfd_create("braid-fake-device", MFD_CLOEXEC);
+  if (fd < 0) return fail(ncclSystemError, "fake: memfd_create: %s", strerror(errno));
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    close(fd);
+    return fail(ncclSystemError, "fake: ftruncate %zu: %s", bytes, strerror(errno));
+  }
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) {
+    close(fd);
+    return fail(ncclSystemError, "fake: mmap %zu: %s", bytes, strerror(errno));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  mappings_[static_cast<const char*>(m)] = {bytes, device, fd};
+  *p = m;
+  return ncclSuccess;
+}
+
+void FakeDeviceRuntime::freeDevice(void* p) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = mappings_.find(static_cast<const char*>(p));
+  if (it == mappings_.end()) return;
+  munmap(p, it->second.bytes);
+  if (it->second.fd >= 0) close(it->second.fd);
+  mappings_.erase(it);
+}
+
+ncclResult_t FakeDeviceRuntime::exportMemory(void* p, IpcHandle* handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = mappings_.find(static_cast<const char*>(p));
+  if (it == mappings_.end() || it->second.fd < 0)
+    return fail(ncclInvalidArgument, "fake: %p is not memory of allocDevice", p);
+  FakeHandle h{kFakeHandleMagic, getpid(), it->second.fd, it->second.bytes, it->second.device};
+  static_assert(sizeof(h) <= sizeof(handle->bytes));
+  memset(handle->bytes, 0, sizeof(handle->bytes));
+  memcpy(handle->bytes, &h, sizeof(h));
+  return ncclSuccess;
+}
+
+ncclResult_t FakeDeviceRuntime::openMemory(int, const IpcHandle& handle, void** p) {
+  FakeHandle h;
+  memcpy(&h, handle.bytes, sizeof(h));
+  if (h.magic != kFakeHandleMagic) return fail(ncclInvalidArgument, "fake: not a fake handle");
+  if (h.pid == getpid())
+    return fail(ncclInvalidUsage, "fake: a handle is opened in another process only");
+  const std::string path = "/proc/" + std::to_string(h.pid) + "/fd/" + std::to_string(h.fd);
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return fail(ncclSystemError, "fake: open %s: %s", path.c_str(), strerror(errno));
+  void* m = mmap(nullptr, h.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED) return fail(ncclSystemError, "fake: mmap: %s", strerror(errno));
+  std::lock_guard<std::mutex> lock(mutex_);
+  mappings_[static_cast<const char*>(m)] = {h.bytes, h.device, -1};
+  openedMappings_++;
+  *p = m;
+  return ncclSuccess;
+}
+
+void FakeDeviceRuntime::closeMemory(void* p) {
+  freeDevice(p);
+}
+
+ncclResult_t FakeDeviceRuntime::reduce(int device, const kernels::ReduceOp& op, void* out0,
+                                       void* out1, const void* acc, const void* local, size_t count,
+                                       unsigned flags) {
+  const size_t bytes = count * kernels::typeSize(op.dtype);
+  if (bytes == 0) return ncclSuccess;  // as a kernel over no elements: the pointers are not read
+  for (const void* p : {static_cast<const void*>(out0), static_cast<const void*>(out1), acc, local})
+    if (p && deviceOf(p, bytes) < 0)
+      return fail(ncclInternalError,
+                  "fake: device %d reduction given %p (out0 %p out1 %p acc %p local %p, %zu "
+                  "bytes), not device memory",
+                  device, p, out0, out1, acc, local, bytes);
+  kernels::reduce(op, out0, out1, acc, local, count, flags);
+  deviceOps_++;
+  return ncclSuccess;
+}
+
+ncclResult_t FakeDeviceRuntime::copy(int device, void* out0, void* out1, const void* src,
+                                     size_t bytes) {
+  if (bytes == 0) return ncclSuccess;
+  for (const void* p : {static_cast<const void*>(out0), static_cast<const void*>(out1), src})
+    if (p && deviceOf(p, bytes) < 0)
+      return fail(ncclInternalError, "fake: device %d copy given %p, not device memory", device, p);
+  kernels::copy(out0, out1, src, bytes);
+  deviceOps_++;
+  return ncclSuccess;
 }
 
 }  // namespace braid::test

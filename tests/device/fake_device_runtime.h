@@ -2,8 +2,14 @@
 // memory the fake reports as belonging to a device, and each "stream" is an in-order queue run
 // by its own thread. A test can hold a stream (nothing on it runs until released) to see that
 // calls return before their work has run, and can mark a stream as capturing a graph.
+//
+// For the P2P transport it has device identities, peer access, and memory another process can
+// map: allocDevice makes a memfd mapping whose handle names the process and descriptor, and
+// openMemory maps it through /proc, as CUDA IPC maps a peer's allocation. Its reduce and copy
+// run the CPU kernels, but only on memory it reports as device memory, and are counted.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -36,6 +42,10 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   static void setCurrentDevice(int device);
   /// Staging blocks allocated so far.
   int stagingAllocations() const { return stagingAllocations_; }
+  /// Device reductions and copies run so far (the P2P path's data movement), in this process.
+  long deviceOps() const { return deviceOps_.load(); }
+  /// Device slots mapped from another process so far (openMemory), in this process.
+  int openedMappings() const { return openedMappings_.load(); }
 
   const char* name() const override { return "fake"; }
   int deviceCount() override { return devices_; }
@@ -47,6 +57,17 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   ncclResult_t hostWorkAsync(void* stream, std::function<void()> work) override;
   void* allocStaging(size_t bytes) override;
   void freeStaging(void* p) override;
+  uint64_t deviceIdentity(int device) override;
+  bool canAccessPeer(int device, int peer) override;
+  ncclResult_t enablePeerAccess(int device, int peer) override;
+  ncclResult_t allocDevice(int device, size_t bytes, void** p) override;
+  void freeDevice(void* p) override;
+  ncclResult_t exportMemory(void* p, IpcHandle* handle) override;
+  ncclResult_t openMemory(int device, const IpcHandle& handle, void** p) override;
+  void closeMemory(void* p) override;
+  ncclResult_t reduce(int device, const kernels::ReduceOp& op, void* out0, void* out1,
+                      const void* acc, const void* local, size_t count, unsigned flags) override;
+  ncclResult_t copy(int device, void* out0, void* out1, const void* src, size_t bytes) override;
 
  private:
   struct Stream {
@@ -60,7 +81,15 @@ class FakeDeviceRuntime final : public DeviceRuntime {
     std::condition_variable changed;
     std::thread thread;
   };
+  /// Shared memory standing for device memory another process can map.
+  struct Mapping {
+    size_t bytes;
+    int device;
+    int fd;  ///< the memfd of an allocation; -1 for a mapping opened from another process
+  };
   Stream* find(void* stream);
+  /// The device of the fake device memory holding [p, p + bytes); -1 when it is not any.
+  int deviceOf(const void* p, size_t bytes);
   void push(void* stream, std::function<void()> work);
   void run(Stream* s);
 
@@ -69,7 +98,21 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   std::map<const char*, std::pair<size_t, int>> allocations_;  ///< start -> (bytes, device)
   std::map<void*, std::unique_ptr<Stream>> streams_;
   std::map<int, void*> defaultStreams_;
+  std::map<const char*, Mapping> mappings_;  ///< start -> mapping
   int stagingAllocations_ = 0;
+  std::atomic<long> deviceOps_{0};
+  std::atomic<int> openedMappings_{0};
+};
+
+/// The fake device of a test program, with two devices (threads share it; processes inherit it
+/// at fork).
+FakeDeviceRuntime& fakeDevice();
+
+/// Installs fakeDevice() as the process's device runtime for its lifetime (a fixture member).
+class FakeDeviceInstalled {
+ public:
+  FakeDeviceInstalled() { setDeviceRuntime(&fakeDevice()); }
+  ~FakeDeviceInstalled() { setDeviceRuntime(nullptr); }
 };
 
 }  // namespace braid::test
