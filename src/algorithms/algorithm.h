@@ -27,6 +27,9 @@ struct CollArgs {
   /// The buffers are device memory and the communicator moves them over the P2P transport:
   /// copies and reductions run on the GPU, through the FIFOs' device slots.
   bool device = false;
+  /// premulsum's scalar when it is device memory (ncclScalarDevice): read into op.scalar when
+  /// the call runs, in stream order (readDeviceScalar), as NCCL's kernels read it.
+  const void* deviceScalar = nullptr;
   Fingerprint fingerprint;  ///< what every slot of this operation carries (set when it runs)
 };
 

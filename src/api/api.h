@@ -5,6 +5,7 @@
 #include <exception>
 #include <new>
 
+#include "algorithms/algorithm.h"
 #include "core/comm.h"
 #include "nccl.h"
 #include "util/status.h"
@@ -39,8 +40,11 @@ ncclResult_t checkComm(ncclComm_t comm, bool mustBeHealthy = true);
 /// `dtype` must be one of ncclDataType_t's values.
 ncclResult_t checkDataType(ncclDataType_t dtype);
 /// Resolves `op` (built-in or created on `comm`) for `dtype` into the kernels' description.
+/// A premulsum scalar in device memory is not read here: its address goes to *deviceScalar.
 ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dtype,
-                       kernels::ReduceOp* out);
+                       kernels::ReduceOp* out, const void** deviceScalar);
+/// Reads args.deviceScalar (if set) into args.op.scalar, on the communicator's device.
+ncclResult_t readDeviceScalar(ncclComm* comm, CollArgs& args);
 
 /// Keeps a communicator from being freed by ncclCommAbort while a call uses it.
 class ActiveCall {

@@ -52,6 +52,7 @@ ncclResult_t enqueueOnDevice(ncclComm* comm, const CollArgs& args,
     return runDirect(comm, stream, [comm, args] {
       CollArgs onDevice = args;
       onDevice.device = true;
+      BRAID_TRY(readDeviceScalar(comm, onDevice));
       ActiveCall active(comm);
       return runCollective(*comm, onDevice);
     });
@@ -59,6 +60,7 @@ ncclResult_t enqueueOnDevice(ncclComm* comm, const CollArgs& args,
     CollArgs onHost = args;
     onHost.sendbuff = staged[0];
     onHost.recvbuff = staged[1];
+    BRAID_TRY(readDeviceScalar(comm, onHost));
     ActiveCall active(comm);
     return runCollective(*comm, onHost);
   });
@@ -84,7 +86,7 @@ ncclResult_t enqueue(CollType coll, const void* sendbuff, void* recvbuff, size_t
   args.root = need.rooted ? root : 0;
   args.reduction = need.reduction;
   if (need.reduction) {
-    BRAID_TRY(resolveOp(comm, op, dtype, &args.op));
+    BRAID_TRY(resolveOp(comm, op, dtype, &args.op, &args.deviceScalar));
   } else {
     args.op.dtype = dtype;
   }
@@ -93,6 +95,7 @@ ncclResult_t enqueue(CollType coll, const void* sendbuff, void* recvbuff, size_t
   bool onDevice = false;
   BRAID_TRY(placeCall(comm, buffers, stream, &onDevice));
   if (onDevice) return enqueueOnDevice(comm, args, buffers, stream);
+  BRAID_TRY(readDeviceScalar(comm, args));  // host buffers, a device scalar: read it now
   HostStream* hostStream = hostStreamFromHandle(stream);
   if (runsNow(comm, hostStream)) {
     return runInTurn(comm, [&] {

@@ -1,6 +1,7 @@
 #include <cstring>
 
 #include "api/api.h"
+#include "device/device_runtime.h"
 
 namespace braid {
 
@@ -38,7 +39,8 @@ ncclResult_t checkDataType(ncclDataType_t dtype) {
 }
 
 ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dtype,
-                       kernels::ReduceOp* out) {
+                       kernels::ReduceOp* out, const void** deviceScalar) {
+  *deviceScalar = nullptr;
   kernels::ReduceOp r;
   r.dtype = dtype;
   int v = static_cast<int>(op);
@@ -66,11 +68,24 @@ ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dtype,
   r.op = kernels::BaseOp::kSum;
   r.preMul = true;
   size_t es = kernels::typeSize(dtype);
+  DeviceRuntime& rt = deviceRuntime();
   if (u.residence == ncclScalarHostImmediate)
     memcpy(r.scalar, u.value, es);
+  else if (rt.deviceCount() > 0 && rt.place(u.pointer).kind == MemoryKind::kDevice)
+    *deviceScalar = u.pointer;  // read when the call runs
   else
-    memcpy(r.scalar, u.pointer, es);  // read at call time, as NCCL reads device scalars
+    memcpy(r.scalar, u.pointer, es);  // host memory named as the scalar's place: read now
   *out = r;
+  return ncclSuccess;
+}
+
+ncclResult_t readDeviceScalar(ncclComm* comm, CollArgs& args) {
+  if (!args.deviceScalar) return ncclSuccess;
+  if (ncclResult_t r = deviceRuntime().read(comm->cudaDevice, args.op.scalar, args.deviceScalar,
+                                            kernels::typeSize(args.op.dtype));
+      r != ncclSuccess)
+    return addContext(r, "reading the premulsum scalar at %p", args.deviceScalar);
+  args.deviceScalar = nullptr;
   return ncclSuccess;
 }
 

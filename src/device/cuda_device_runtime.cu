@@ -295,6 +295,16 @@ class CudaRuntime final : public DeviceRuntime {
     return ncclSuccess;
   }
 
+  ncclResult_t read(int device, void* host, const void* src, size_t bytes) override {
+    DeviceScope scope(device);
+    BRAID_CUDA_TRY(scope.error());
+    cudaStream_t stream;
+    BRAID_TRY(workStream(device, &stream));
+    BRAID_CUDA_TRY(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream));
+    BRAID_CUDA_TRY(cudaStreamSynchronize(stream));
+    return ncclSuccess;
+  }
+
   ncclResult_t copy(int device, void* out0, void* out1, const void* src, size_t bytes) override {
     DeviceScope scope(device);
     BRAID_CUDA_TRY(scope.error());

@@ -64,6 +64,9 @@ ncclResult_t DeviceRuntime::reduce(int, const kernels::ReduceOp&, void*, void*, 
 ncclResult_t DeviceRuntime::copy(int, void*, void*, const void*, size_t) {
   return noPeerMemory("device copy");
 }
+ncclResult_t DeviceRuntime::read(int, void*, const void*, size_t) {
+  return noPeerMemory("device read");
+}
 
 DeviceRuntime& noDeviceRuntime() {
   static NoDeviceRuntime runtime;

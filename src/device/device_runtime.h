@@ -81,6 +81,9 @@ class DeviceRuntime {
   virtual ncclResult_t reduce(int device, const kernels::ReduceOp& op, void* out0, void* out1,
                               const void* acc, const void* local, size_t count, unsigned flags);
   virtual ncclResult_t copy(int device, void* out0, void* out1, const void* src, size_t bytes);
+  /// Copies `bytes` of device memory to host memory, complete when it returns (a premulsum
+  /// scalar that lives on the device).
+  virtual ncclResult_t read(int device, void* host, const void* src, size_t bytes);
 };
 
 /// The process's runtime: CUDA's when the library was built with CUDA, otherwise one with no

@@ -17,7 +17,7 @@
 #include "device/device_runtime.h"
 #include "harness/rank_harness.h"
 #include "nccl.h"
-#include "tests/device/device_test_inputs.h"
+#include "tests/device/device_test_support.h"
 #include "tests/device/fake_device_runtime.h"
 
 namespace {
@@ -29,7 +29,7 @@ using braid::test::RunOptions;
 using braid::test::runProcesses;
 using braid::test::runThreads;
 
-constexpr int32_t kPoison = -123456789;
+constexpr int32_t kPoison = braid::test::kDeviceTestPoison;
 
 int32_t input(int rank, size_t i) {
   return braid::test::deviceTestInput(rank, i);
@@ -39,11 +39,8 @@ RunOptions opts() {
   return braid::test::deviceTestOptions();
 }
 
-/// Device buffers staged through the host instead of moved over the P2P transport.
 RunOptions staged() {
-  RunOptions o = opts();
-  o.env.push_back({"NCCL_P2P_DISABLE", "1"});
-  return o;
+  return braid::test::stagedDeviceTestOptions();
 }
 
 /// Installs the fake runtime for the test's lifetime.
@@ -51,27 +48,8 @@ class DevicePathTest : public ::testing::Test {
   braid::test::FakeDeviceInstalled installed_;
 };
 
-/// A device buffer of int32 for one rank: filled, poisoned and read back through host pointers
-/// (the fake's device memory is host memory).
-struct DeviceInts {
-  explicit DeviceInts(size_t n)
-      : count(n), data(static_cast<int32_t*>(fakeDevice().deviceAlloc(0, n * 4 + 4))) {
-    for (size_t i = 0; i < n; ++i) data[i] = kPoison;
-  }
-  ~DeviceInts() { fakeDevice().deviceFree(data); }
-  size_t count;
-  int32_t* data;
-};
-
-void expectElements(RankContext& ctx, const int32_t* got, const std::vector<int32_t>& want,
-                    const std::string& what) {
-  for (size_t i = 0; i < want.size(); ++i)
-    if (got[i] != want[i]) {
-      ctx.fail(what + ": element " + std::to_string(i) + " is " + std::to_string(got[i]) +
-               ", expected " + std::to_string(want[i]));
-      return;
-    }
-}
+using braid::test::DeviceInts;
+using braid::test::expectElements;
 
 // The stream is held while the call is made: the call returns, the outputs are untouched until
 // the stream runs, and then they are exact.

@@ -322,4 +322,11 @@ ncclResult_t FakeDeviceRuntime::copy(int device, void* out0, void* out1, const v
   return ncclSuccess;
 }
 
+ncclResult_t FakeDeviceRuntime::read(int device, void* host, const void* src, size_t bytes) {
+  if (deviceOf(src, bytes) < 0)
+    return fail(ncclInternalError, "fake: device %d read given %p, not device memory", device, src);
+  std::memcpy(host, src, bytes);
+  return ncclSuccess;
+}
+
 }  // namespace braid::test

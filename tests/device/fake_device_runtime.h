@@ -68,6 +68,7 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   ncclResult_t reduce(int device, const kernels::ReduceOp& op, void* out0, void* out1,
                       const void* acc, const void* local, size_t count, unsigned flags) override;
   ncclResult_t copy(int device, void* out0, void* out1, const void* src, size_t bytes) override;
+  ncclResult_t read(int device, void* host, const void* src, size_t bytes) override;
 
  private:
   struct Stream {

@@ -19,7 +19,7 @@
 #include "core/comm.h"
 #include "harness/rank_harness.h"
 #include "nccl.h"
-#include "tests/device/device_test_inputs.h"
+#include "tests/device/device_test_support.h"
 #include "tests/kernels/cuda_device.h"
 
 namespace {

@@ -13,7 +13,7 @@
 #include "device/device_runtime.h"
 #include "harness/rank_harness.h"
 #include "nccl.h"
-#include "tests/device/device_test_inputs.h"
+#include "tests/device/device_test_support.h"
 #include "tests/device/fake_device_runtime.h"
 #include "transports/p2p/p2p_transport.h"
 

@@ -1,0 +1,62 @@
+// What the device tests share: each rank's input values (small, so int32 sums stay exact), the
+// harness options (a 20 s communicator timeout inside a 90 s run limit; staged: device buffers
+// through host memory instead of the P2P transport), poisoned int32 buffers of the fake device,
+// and an element-by-element check.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/rank_harness.h"
+#include "tests/device/fake_device_runtime.h"
+
+namespace braid::test {
+
+inline int32_t deviceTestInput(int rank, size_t i) {
+  return static_cast<int32_t>((i * 7919 + static_cast<size_t>(rank) * 104729) % 2001) - 1000;
+}
+
+inline RunOptions deviceTestOptions() {
+  RunOptions o;
+  o.timeoutS = 90;
+  o.env = {{"BRAID_TIMEOUT_S", "20"}};
+  return o;
+}
+
+/// Device buffers staged through the host instead of moved over the P2P transport.
+inline RunOptions stagedDeviceTestOptions() {
+  RunOptions o = deviceTestOptions();
+  o.env.push_back({"NCCL_P2P_DISABLE", "1"});
+  return o;
+}
+
+constexpr int32_t kDeviceTestPoison = -123456789;
+
+/// A device buffer of int32 (device 0) for one rank: filled, poisoned and read back through host
+/// pointers (the fake's device memory is host memory).
+struct DeviceInts {
+  explicit DeviceInts(size_t n)
+      : count(n), data(static_cast<int32_t*>(fakeDevice().deviceAlloc(0, n * 4 + 4))) {
+    for (size_t i = 0; i < n; ++i) data[i] = kDeviceTestPoison;
+  }
+  ~DeviceInts() { fakeDevice().deviceFree(data); }
+  DeviceInts(const DeviceInts&) = delete;
+  DeviceInts& operator=(const DeviceInts&) = delete;
+  size_t count;
+  int32_t* data;
+};
+
+inline void expectElements(RankContext& ctx, const int32_t* got, const std::vector<int32_t>& want,
+                           const std::string& what) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (got[i] != want[i]) {
+      ctx.fail(what + ": element " + std::to_string(i) + " is " + std::to_string(got[i]) +
+               ", expected " + std::to_string(want[i]));
+      return;
+    }
+  }
+}
+
+}  // namespace braid::test
