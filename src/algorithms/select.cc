@@ -149,6 +149,8 @@ const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args,
 
 ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
   comm.opCount++;
+  // The zero-copy algorithms' quiet period after a round without registrations (zero_copy.h).
+  if (comm.zeroCopyQuiet > 0) comm.zeroCopyQuiet--;
   const size_t bytes = args.count * args.elemSize;
   const Algorithm* chosen;
   if (comm.lastChoice.coll == static_cast<int>(args.coll) && comm.lastChoice.bytes == bytes &&

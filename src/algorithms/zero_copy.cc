@@ -49,6 +49,10 @@ bool zeroCopyCandidate(const ncclComm& comm, size_t bytes) {
 ncclResult_t zeroCopyExchange(ncclComm& comm, const CollArgs& args, size_t sendBytes,
                               size_t recvBytes, ZeroCopyView* view) {
   const int n = comm.nranks, me = comm.rank;
+  if (comm.zeroCopyQuiet > 0) {  // a recent round found a buffer unregistered: no round now
+    view->usable = false;
+    return ncclSuccess;
+  }
   std::vector<Descriptors> all(n);
   all[me].send = comm.registrations.describe(args.sendbuff, sendBytes);
   all[me].hasRecv = recvBytes > 0;
@@ -64,7 +68,12 @@ ncclResult_t zeroCopyExchange(ncclComm& comm, const CollArgs& args, size_t sendB
     mappable = mappable && d.send.fd >= 0 && (!d.hasRecv || d.recv.fd >= 0);
   }
   view->usable = registered && (oneProcess || mappable);
-  if (!view->usable) return ncclSuccess;
+  comm.zeroCopyRounds++;
+  if (!view->usable) {
+    // Every rank saw the same descriptors, so every rank goes quiet at the same call.
+    comm.zeroCopyQuiet = kZeroCopyQuietCalls;
+    return ncclSuccess;
+  }
   view->send.assign(n, nullptr);
   view->recv.assign(n, nullptr);
   view->ops.assign(n, args.op);

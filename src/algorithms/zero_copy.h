@@ -24,8 +24,17 @@ struct ZeroCopyView {
 /// and connected, and `bytes` (the larger buffer) at least BRAID_ZERO_COPY_MIN_BYTES.
 bool zeroCopyCandidate(const ncclComm& comm, size_t bytes);
 
+/// After a descriptor round finds a buffer unregistered, this many collectives of the
+/// communicator skip the round (zeroCopyExchange reports "not usable" at once, and the call
+/// falls back to the FIFO algorithm the selector picks). The round costs a synchronisation of every
+/// rank (1.12-1.25x at 1-16 MiB on 2-3 ranks of the 2-core VM), which a program that never
+/// registers would otherwise pay on every large call; one that registers later waits at most
+/// this many calls for ZeroCopy. runCollective counts the calls down, the same on every rank.
+constexpr uint32_t kZeroCopyQuietCalls = 16;
+
 /// Sends every peer the descriptors of this rank's buffers and receives theirs; on success
-/// `view` says whether all can be read in place, and where. The exchange also tells every rank
+/// `view` says whether all can be read in place, and where (never, without a round, during a
+/// quiet period). The exchange also tells every rank
 /// that its peers' inputs are ready.
 ncclResult_t zeroCopyExchange(ncclComm& comm, const CollArgs& args, size_t sendBytes,
                               size_t recvBytes, ZeroCopyView* view);

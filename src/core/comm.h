@@ -82,8 +82,12 @@ struct ncclComm {
   braid::AsyncWork asyncWork;        ///< non-blocking communicators: queued background work
   braid::FlightRecorder recorder;    ///< last operations and peers' progress (hang reports)
   braid::RegistrationTable registrations;  ///< ncclCommRegister / ncclCommWindowRegister
-  uint64_t zeroCopyRuns = 0;  ///< collectives that read registered peer buffers in place (tests)
-  braid::Worker worker;       ///< runs this communicator's share of a multi-communicator group
+  uint64_t zeroCopyRuns = 0;    ///< collectives that read registered peer buffers in place (tests)
+  uint64_t zeroCopyRounds = 0;  ///< descriptor rounds run, whether or not they found registrations
+  /// Collectives left before the zero-copy algorithms try a descriptor round again, after one
+  /// found a buffer unregistered (zero_copy.h). Every rank counts the same calls alike.
+  uint32_t zeroCopyQuiet = 0;
+  braid::Worker worker;            ///< runs this communicator's share of a multi-communicator group
   braid::CommCostModel costModel;  ///< the tuner's constants, the same on every rank (commInit)
   std::atomic<const char*> lastAlgorithm{nullptr};  ///< what the last collective ran with
   /// Every peer connected over memory both ends map (shm or same-process); set at init, asked

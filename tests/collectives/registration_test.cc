@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/zero_copy.h"
 #include "core/comm.h"
 #include "harness/rank_harness.h"
 
@@ -121,6 +122,58 @@ void reallocateBetweenCalls(RankContext& ctx) {
     ncclMemFree(recv);
   }
   ncclCommDestroy(comm);
+}
+
+// A program that never registers pays the descriptor round once per kZeroCopyQuietCalls large
+// calls, not on every one; once it registers, ZeroCopy takes over within that many calls. Every
+// result is checked.
+void quietAfterUnregisteredCalls(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  if (!comm) return;
+  const int n = ctx.nranks();
+  const size_t count = (2 << 20) / sizeof(int32_t) + 3;  // above the zero-copy threshold
+  const size_t bytes = count * sizeof(int32_t);
+  int32_t *send = nullptr, *recv = nullptr;
+  if (ncclMemAlloc(reinterpret_cast<void**>(&send), bytes) != ncclSuccess ||
+      ncclMemAlloc(reinterpret_cast<void**>(&recv), bytes) != ncclSuccess)
+    return ctx.fail(std::string("ncclMemAlloc: ") + ncclGetLastError(nullptr));
+  auto call = [&](int k) {
+    for (size_t i = 0; i < count; i++) send[i] = static_cast<int32_t>(ctx.rank() + k + i);
+    for (size_t i = 0; i < count; i++) recv[i] = -1;
+    if (ncclAllReduce(send, recv, count, ncclInt32, ncclSum, comm, nullptr) != ncclSuccess)
+      return ctx.fail(std::string("allreduce: ") + ncclGetLastError(comm));
+    for (size_t i = 0; i < count; i++) {
+      const int64_t want = static_cast<int64_t>(n) * (k + i) + n * (n - 1) / 2;
+      if (recv[i] != static_cast<int32_t>(want))
+        return ctx.fail("call " + std::to_string(k) + " element " + std::to_string(i) + " is " +
+                        std::to_string(recv[i]));
+    }
+  };
+  const int calls = 2 * static_cast<int>(braid::kZeroCopyQuietCalls) + 3;
+  for (int k = 0; k < calls; k++) call(k);
+  // Rounds at calls 0, 16 and 32 (each starts a quiet period of 16 calls, counting itself).
+  if (comm->zeroCopyRounds != 3)
+    ctx.fail("unregistered: " + std::to_string(comm->zeroCopyRounds) + " descriptor rounds in " +
+             std::to_string(calls) + " calls, expected 3");
+  if (comm->zeroCopyRuns != 0) ctx.fail("ran zero-copy on unregistered buffers");
+  void *hs = nullptr, *hr = nullptr;
+  ncclCommRegister(comm, send, bytes, &hs);
+  ncclCommRegister(comm, recv, bytes, &hr);
+  for (int k = 0; k < static_cast<int>(braid::kZeroCopyQuietCalls); k++) call(calls + k);
+  if (comm->zeroCopyRuns == 0) ctx.fail("registered buffers never ran zero-copy");
+  ncclCommDeregister(comm, hs);
+  ncclCommDeregister(comm, hr);
+  ncclMemFree(send);
+  ncclMemFree(recv);
+  ncclCommDestroy(comm);
+}
+
+TEST(ZeroCopy, UnregisteredCallsSkipTheRoundForAWhileThreads) {
+  BRAID_EXPECT_ALL_RANKS_OK(braid::test::runThreads(3, quietAfterUnregisteredCalls));
+}
+
+TEST(ZeroCopy, UnregisteredCallsSkipTheRoundForAWhileProcesses) {
+  BRAID_EXPECT_ALL_RANKS_OK(braid::test::runProcesses(2, quietAfterUnregisteredCalls));
 }
 
 TEST(ZeroCopy, PeersFollowReallocatedMemoryProcesses) {
