@@ -285,38 +285,38 @@ class CudaRuntime final : public DeviceRuntime {
 
   ncclResult_t reduce(int device, const kernels::ReduceOp& op, void* out0, void* out1,
                       const void* acc, const void* local, size_t count, unsigned flags) override {
-    DeviceScope scope(device);
-    BRAID_CUDA_TRY(scope.error());
-    cudaStream_t stream;
-    BRAID_TRY(workStream(device, &stream));
-    BRAID_CUDA_TRY(static_cast<cudaError_t>(
-        kernels::cuda::reduceAsync(op, out0, out1, acc, local, count, flags, stream)));
-    BRAID_CUDA_TRY(cudaStreamSynchronize(stream));
-    return ncclSuccess;
+    return runOnWorkStream(device, "reduceAsync", [&](cudaStream_t stream) {
+      return static_cast<cudaError_t>(
+          kernels::cuda::reduceAsync(op, out0, out1, acc, local, count, flags, stream));
+    });
   }
 
   ncclResult_t read(int device, void* host, const void* src, size_t bytes) override {
-    DeviceScope scope(device);
-    BRAID_CUDA_TRY(scope.error());
-    cudaStream_t stream;
-    BRAID_TRY(workStream(device, &stream));
-    BRAID_CUDA_TRY(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream));
-    BRAID_CUDA_TRY(cudaStreamSynchronize(stream));
-    return ncclSuccess;
+    return runOnWorkStream(device, "cudaMemcpyAsync", [&](cudaStream_t stream) {
+      return cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream);
+    });
   }
 
   ncclResult_t copy(int device, void* out0, void* out1, const void* src, size_t bytes) override {
+    return runOnWorkStream(device, "copyAsync", [&](cudaStream_t stream) {
+      return static_cast<cudaError_t>(kernels::cuda::copyAsync(out0, out1, src, bytes, stream));
+    });
+  }
+
+ private:
+  /// Enqueues `launch` on the calling thread's work stream of `device` and waits for it, with
+  /// the device current only for the call.
+  template <typename Launch>
+  static ncclResult_t runOnWorkStream(int device, const char* what, Launch launch) {
     DeviceScope scope(device);
     BRAID_CUDA_TRY(scope.error());
     cudaStream_t stream;
     BRAID_TRY(workStream(device, &stream));
-    BRAID_CUDA_TRY(
-        static_cast<cudaError_t>(kernels::cuda::copyAsync(out0, out1, src, bytes, stream)));
+    if (const cudaError_t e = launch(stream); e != cudaSuccess) return cudaFail(e, what);
     BRAID_CUDA_TRY(cudaStreamSynchronize(stream));
     return ncclSuccess;
   }
 
- private:
   /// The calling thread's stream on `device` (current) for reduce/copy. Non-blocking: it never
   /// waits for the legacy default stream, which the user's work may be holding.
   static ncclResult_t workStream(int device, cudaStream_t* stream) {

@@ -134,17 +134,9 @@ ncclResult_t FakeDeviceRuntime::currentDevice(int* device) {
 }
 
 MemoryPlace FakeDeviceRuntime::place(const void* p) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const char* c = static_cast<const char*>(p);
-  if (auto it = allocations_.upper_bound(c); it != allocations_.begin()) {
-    --it;
-    if (c < it->first + it->second.first) return {MemoryKind::kDevice, it->second.second};
-  }
-  if (auto it = mappings_.upper_bound(c); it != mappings_.begin()) {
-    --it;
-    if (c < it->first + it->second.bytes) return {MemoryKind::kDevice, it->second.device};
-  }
-  return {};
+  const int device = deviceOf(p, 1);
+  if (device < 0) return {};
+  return {MemoryKind::kDevice, device};
 }
 
 ncclResult_t FakeDeviceRuntime::streamDevice(void* stream, int* device) {

@@ -130,8 +130,7 @@ void handlesMapTheReceiversSlots(RankContext& ctx) {
     EXPECT_TRUE(comm->sendTo[p]->fifo().hasDeviceSlots()) << "towards rank " << p;
     EXPECT_TRUE(comm->recvFrom[p]->fifo().hasDeviceSlots()) << "from rank " << p;
   }
-  const bool processes = getenv("BRAID_TEST_PROCESSES") != nullptr;
-  if (processes) {
+  if (ctx.shape() == braid::test::RankShape::kProcesses) {
     EXPECT_EQ(fakeDevice().openedMappings() - opened, n - 1);
   }
   braid::FifoSender& out = comm->sendTo[next]->fifo();
@@ -160,9 +159,7 @@ TEST_F(P2pTransportTest, HandlesMapTheReceiversSlotsThreads) {
 }
 
 TEST_F(P2pTransportTest, HandlesMapTheReceiversSlotsProcesses) {
-  RunOptions o = opts();
-  o.env.push_back({"BRAID_TEST_PROCESSES", "1"});
-  BRAID_EXPECT_ALL_RANKS_OK(runProcesses(3, handlesMapTheReceiversSlots, o));
+  BRAID_EXPECT_ALL_RANKS_OK(runProcesses(3, handlesMapTheReceiversSlots, opts()));
 }
 
 // ncclCommInitAll with devices {0, 1, 0, 1, 0}: ranks share a device and span two. One thread
