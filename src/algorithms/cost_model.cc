@@ -15,47 +15,51 @@
 namespace braid {
 namespace {
 
-// Per-algorithm corrections of the textbook counts, fitted to the *_perf sweeps with NCCL_ALGO
-// forced (docs/performance.md, "Tuner"): steps = c0 + c1 (n-1) + c2 log2(n) latencies, and the
-// byte terms times bytesFactor, how far an algorithm's data path falls short of the ring's
-// pipelined one (scratch copies, slot handoffs that wait on every peer; on TCP, peers' sockets
-// that run in parallel narrow the gap).
+// Per-algorithm corrections of the textbook counts, fitted to algorithm_race sweeps (every
+// algorithm forced, side by side in one run: docs/performance.md, "Tuner"): steps = c0 + c1 (n-1)
+// + c2 log2(n) latencies are the textbook schedule, stepFactor what one of its steps costs against
+// the transport's alpha, and bytesFactor (+ bytesFactorPerPeer per peer) how far its data path
+// falls short of the byte counts (scratch copies, slot handoffs that wait on every peer; on TCP,
+// peers' sockets that run in parallel narrow the gap).
 struct Shape {
   CollType coll;
   const char* name;
-  double c0, c1, c2, bytesFactor;
-  double bytesFactorPerPeer = 0;  ///< added per peer (n-1): parallel sockets help more peers
+  double c0, c1, c2;
+  double stepFactor, bytesFactor;
+  double bytesFactorPerPeer = 0;
 };
 using C = CollType;
-// Shared memory and same-process FIFOs: memory bandwidth is the limit.
-constexpr Shape kMemoryShapes[] = {{C::kAllReduce, "Ring", 0, 2, 0, 1.0},
-                                   {C::kAllReduce, "Direct", 1, 0.5, 0, 1.23},
-                                   {C::kAllReduce, "LowLatency", 0.25, 0.25, 0, 1.0},
-                                   {C::kAllReduce, "Tree", 2, 0, 2, 1.35},
-                                   // Its two phases wait on all peers at once: fewer
-                                   // rounds than the ring's 2(n-1) once n > 2 (4 ranks on
-                                   // 2 cores: 12.5 us at 8 B against the ring's 20).
-                                   {C::kAllReduce, "TwoShot", 1.875, 0.625, 0, 1.2},
-                                   {C::kAllReduce, "Rabenseifner", 3, 1, 2, 2.5}};
-// TCP: the sockets are the limit.
-constexpr Shape kTcpShapes[] = {{C::kAllReduce, "Ring", 0, 2, 0, 1.0},
-                                // One-shot per slot, unpipelined, while the ring sends from
-                                // and lands in the user's buffers: the ring overtook it at
-                                // 32-64 KiB (2 ranks), 64-128 KiB (3, 4) on the idle VM.
-                                {C::kAllReduce, "Direct", 1, 0.5, 0, 1.65},
-                                // Never the fastest in the idle sweeps; at 1.0 it was picked
-                                // at 4 ranks, 128 KiB, 1.13x behind.
-                                {C::kAllReduce, "Tree", 1, 0, 2, 1.2},
-                                {C::kAllReduce, "TwoShot", 0, 2, 0, 1.3},
-                                {C::kAllReduce, "Rabenseifner", 1.5, 0, 2, 1.4}};
+// Shared memory and same-process FIFOs, a core for every rank (the ranks pinned): a step is a
+// cache line handed between two running cores, far below the 1.6 us alpha of a shared core.
+constexpr Shape kMemoryDedicatedShapes[] = {{C::kAllReduce, "Ring", 0, 2, 0, 0.24, 0.65},
+                                            {C::kAllReduce, "Direct", 1, 0.5, 0, 0.19, 0.88},
+                                            {C::kAllReduce, "LowLatency", 0.25, 0.25, 0, 1.0, 1.0},
+                                            {C::kAllReduce, "Tree", 2, 0, 2, 0.15, 0.53},
+                                            {C::kAllReduce, "TwoShot", 1.875, 0.625, 0, 0.17, 0.88},
+                                            {C::kAllReduce, "Rabenseifner", 3, 1, 2, 0.09, 1.27}};
+// Shared memory, more ranks than cores: every step waits for a peer to be scheduled. The one-shot
+// algorithms' steps wait on all peers at once and cost less each than the ring's chain.
+constexpr Shape kMemorySharedShapes[] = {{C::kAllReduce, "Ring", 0, 2, 0, 1.20, 0.70},
+                                         {C::kAllReduce, "Direct", 1, 0.5, 0, 0.65, 0.83},
+                                         {C::kAllReduce, "LowLatency", 0.25, 0.25, 0, 1.0, 1.0},
+                                         {C::kAllReduce, "Tree", 2, 0, 2, 0.84, 1.28},
+                                         {C::kAllReduce, "TwoShot", 1.875, 0.625, 0, 0.78, 0.88},
+                                         {C::kAllReduce, "Rabenseifner", 3, 1, 2, 0.46, 1.43}};
+// TCP: the sockets and the proxy threads are the limit. One table for every rank count: the fit
+// separated by cores per rank made no better choices.
+constexpr Shape kTcpShapes[] = {{C::kAllReduce, "Ring", 0, 2, 0, 1.14, 0.574, 0.119},
+                                {C::kAllReduce, "Direct", 1, 0.5, 0, 0.94, 1.05, 0.029},
+                                {C::kAllReduce, "Tree", 1, 0, 2, 1.11, 0.366, 0.294},
+                                {C::kAllReduce, "TwoShot", 0, 2, 0, 0.92, 1.19, -0.063},
+                                {C::kAllReduce, "Rabenseifner", 1.5, 0, 2, 0.82, 1.04, 0.186}};
 // The other collectives, on every transport (docs/design.md, "Selection"): Bruck's log2(n) steps
 // move its blocks twice through scratch, and its reduce-scatter measured behind the ring even
 // at 4 KiB.
 constexpr Shape kOtherShapes[] = {
-    {C::kBroadcast, "Ring", 0, 1, 0, 1.0},     {C::kBroadcast, "Tree", 0, 0, 1, 1.0},
-    {C::kReduce, "Ring", 0, 1, 0, 1.0},        {C::kAllGather, "Ring", 0, 1, 0, 1.0},
-    {C::kAllGather, "Bruck", 0, 0, 1, 2.0},    {C::kReduceScatter, "Ring", 0, 1, 0, 1.0},
-    {C::kReduceScatter, "Bruck", 4, 0, 1, 2.0}};
+    {C::kBroadcast, "Ring", 0, 1, 0, 1, 1.0},     {C::kBroadcast, "Tree", 0, 0, 1, 1, 1.0},
+    {C::kReduce, "Ring", 0, 1, 0, 1, 1.0},        {C::kAllGather, "Ring", 0, 1, 0, 1, 1.0},
+    {C::kAllGather, "Bruck", 0, 0, 1, 1, 2.0},    {C::kReduceScatter, "Ring", 0, 1, 0, 1, 1.0},
+    {C::kReduceScatter, "Bruck", 4, 0, 1, 1, 2.0}};
 
 int ceilLog2(int n) {
   int k = 0;
@@ -63,15 +67,17 @@ int ceilLog2(int n) {
   return k;
 }
 
-Shape shapeOf(LinkClass link, CollType coll, const char* algorithm) {
+Shape shapeOf(const CommCostModel& model, CollType coll, const char* algorithm) {
   auto find = [&](const auto& table) -> const Shape* {
     for (const Shape& s : table)
       if (s.coll == coll && strcasecmp(s.name, algorithm) == 0) return &s;
     return nullptr;
   };
   const Shape* s = find(kOtherShapes);
-  if (!s) s = link == LinkClass::kTcp ? find(kTcpShapes) : find(kMemoryShapes);
-  return s ? *s : Shape{coll, algorithm, 0, 1, 0, 1.0};  // unknown: ring-like
+  if (!s && model.link == LinkClass::kTcp) s = find(kTcpShapes);
+  if (!s && model.oversubscribe <= 1) s = find(kMemoryDedicatedShapes);
+  if (!s) s = find(kMemorySharedShapes);
+  return s ? *s : Shape{coll, algorithm, 0, 1, 0, 1, 1.0};  // unknown: ring-like
 }
 
 }  // namespace
@@ -120,12 +126,12 @@ bool parseLinkCosts(const std::string& text, LinkCosts* costs, std::string* erro
 
 LinkCosts defaultLinkCosts() {
   LinkCosts c;
-  // 2-core VM, all_reduce_perf with NCCL_ALGO forced (docs/performance.md, "Tuner"): 8 B ring
-  // allreduce 3.3 us over 2 steps at 2 ranks on shm, 110 us over TCP loopback; 16 MiB at 3.8 GB/s
-  // (shm) and 1.1 GB/s (TCP) per direction; reduction at STREAM-add speed, about 15 GB/s.
-  c.local = {1.2, 4.5, 15.0};
-  c.shm = {1.6, 3.8, 15.0};
-  c.tcp = {55.0, 1.1, 15.0};
+  // What the calibration measures on the 2-core reference VM (docs/performance.md, "Tuner"):
+  // copy 45 GB/s and reduce 22.5 GB/s (4 MiB, best of 24), TCP loopback 7.1 us one way and
+  // 3 GB/s (two pinned threads); the shm alpha is the ring's step on shared cores, 1.6 us.
+  c.local = {1.2, 12.6, 22.5};
+  c.shm = {1.6, 10.8, 22.5};
+  c.tcp = {57.0, 1.5, 22.5};
   return c;
 }
 
@@ -156,11 +162,12 @@ double estimateCollectiveUs(const CommCostModel& model, int n, const CollArgs& a
   const double a = slow * c.alphaUs, part = (n - 1.0) / n, lg = ceilLog2(n);
   auto is = [algorithm](const char* name) { return strcasecmp(algorithm, name) == 0; };
   if (n == 1 || is("Self")) return args.sendbuff == args.recvbuff ? 0 : S * beta;
-  const Shape shape = shapeOf(model.link, args.coll, algorithm);
+  const Shape shape = shapeOf(model, args.coll, algorithm);
   // A binary tree of n ranks is floor(log2 n) deep: the broadcast tree's depth.
   const double depth = std::floor(std::log2(n));
   const double steps =
-      shape.c0 + shape.c1 * (n - 1) + shape.c2 * (args.coll == CollType::kBroadcast ? depth : lg);
+      shape.stepFactor *
+      (shape.c0 + shape.c1 * (n - 1) + shape.c2 * (args.coll == CollType::kBroadcast ? depth : lg));
   double bytes = 0;
   switch (args.coll) {
     case CollType::kAllReduce:
@@ -183,8 +190,9 @@ double estimateCollectiveUs(const CommCostModel& model, int n, const CollArgs& a
       bytes = (n - 1) * S * (beta + gamma);
       break;
   }
-  // Kept at 0.9 or more: fitted on 2-4 ranks, not to be extrapolated below the ring's cost.
-  const double factor = std::max(0.9, shape.bytesFactor + shape.bytesFactorPerPeer * (n - 1));
+  // Fitted on 2-4 ranks: a negative per-peer term must not take the bytes' cost to nothing.
+  const double factor =
+      std::max(0.5 * shape.bytesFactor, shape.bytesFactor + shape.bytesFactorPerPeer * (n - 1));
   return steps * a + factor * bytes;
 }
 

@@ -17,7 +17,7 @@ struct CalibrationFigures {
   double tcpGbps = 0;         ///< one TCP loopback stream, bytes per second / 1e9
 };
 
-/// Runs the measurements (about 30 ms; under 100 ms even on a loaded 2-core host).
+/// Runs the measurements (about 40 ms; under 100 ms even on a loaded 2-core host).
 CalibrationFigures measureHost();
 /// The model's constants from the figures; a figure that is 0 keeps the built-in constant.
 LinkCosts linkCostsFromFigures(const CalibrationFigures& figures);

@@ -43,34 +43,38 @@ CommCostModel modelFor(LinkClass link, double oversubscribe) {
   return m;
 }
 
+// The crossovers below are the ones tools/tuner-sweep measured on the 2-core reference VM with
+// every algorithm forced side by side (docs/measurements.md, "The tuner against every forced
+// algorithm, side by side"); times in the comments are its medians, us per call.
 TEST(TunerRanking, SharedMemoryTwoRanks) {
-  CommCostModel m = modelFor(LinkClass::kShm, 1);
-  EXPECT_EQ(cheapest(m, 2, 8), "Direct");
-  EXPECT_EQ(cheapest(m, 2, 4096), "Direct");
-  EXPECT_EQ(cheapest(m, 2, 64 << 10), "Ring");
+  CommCostModel m = modelFor(LinkClass::kShm, 1);  // a core per rank
+  EXPECT_EQ(cheapest(m, 2, 8), "Direct");          // 0.8 against the ring's 1.4
+  EXPECT_EQ(cheapest(m, 2, 4096), "Direct");       // 1.0 against 1.3
+  EXPECT_EQ(cheapest(m, 2, 256 << 10), "Ring");    // 17.6 against Direct's 28.5
   EXPECT_EQ(cheapest(m, 2, 256 << 20), "Ring");
 }
 
 TEST(TunerRanking, SharedMemoryFourRanksOnTwoCores) {
   CommCostModel m = modelFor(LinkClass::kShm, 2);
-  EXPECT_EQ(cheapest(m, 4, 8), "Direct");
-  // TwoShot's two all-peer phases beat the ring's six rounds from 8 to 32 KiB (idle VM: 18 vs
-  // 27 us at 8 KiB, 40 vs 47 at 32 KiB); its extra copies lose from 64 KiB.
-  EXPECT_EQ(cheapest(m, 4, 8 << 10), "TwoShot");
-  EXPECT_EQ(cheapest(m, 4, 32 << 10), "TwoShot");
-  EXPECT_EQ(cheapest(m, 4, 256 << 10), "Ring");
+  EXPECT_EQ(cheapest(m, 4, 8), "Direct");        // 4.4 against TwoShot's 8.8 and the ring's 18.9
+  EXPECT_EQ(cheapest(m, 4, 8 << 10), "Direct");  // 9.1, TwoShot 9.5, the ring 19.2
+  // TwoShot's two all-peer phases against the ring's six rounds: 22.6 vs 40.4 at 64 KiB, 40.5
+  // vs 51.0 at 128 KiB; its extra copies lose from 256 KiB (64.5 vs 55.6).
+  EXPECT_EQ(cheapest(m, 4, 64 << 10), "TwoShot");
+  EXPECT_EQ(cheapest(m, 4, 128 << 10), "TwoShot");
+  EXPECT_EQ(cheapest(m, 4, 1 << 20), "Ring");
   EXPECT_EQ(cheapest(m, 4, 16 << 20), "Ring");
 }
 
 TEST(TunerRanking, TcpFourRanks) {
   CommCostModel m = modelFor(LinkClass::kTcp, 2);
-  EXPECT_EQ(cheapest(m, 4, 8), "Direct");
-  EXPECT_EQ(cheapest(m, 4, 32 << 10), "Direct");
-  // TwoShot's parallel sockets did not beat the ring's stream on the idle VM, at 2 or 4 ranks
-  // (1.1-1.5x slower from 64 KiB to 16 MiB, docs/performance.md).
-  EXPECT_EQ(cheapest(m, 4, 256 << 10), "Ring");
-  EXPECT_EQ(cheapest(m, 4, 64 << 20), "Ring");
+  EXPECT_EQ(cheapest(m, 4, 8), "Direct");         // 361 against the ring's 736
+  EXPECT_EQ(cheapest(m, 4, 32 << 10), "Direct");  // 486 against TwoShot's 605
+  // TwoShot's sockets to every peer at once: 813 vs the ring's 911 at 128 KiB, level at 256 KiB.
+  EXPECT_EQ(cheapest(m, 4, 128 << 10), "TwoShot");
+  EXPECT_EQ(cheapest(m, 4, 64 << 20), "Ring");  // 152 ms against TwoShot's 163
   EXPECT_EQ(cheapest(modelFor(LinkClass::kTcp, 1), 2, 64 << 20), "Ring");
+  EXPECT_EQ(cheapest(modelFor(LinkClass::kTcp, 1), 2, 128 << 10), "Direct");  // 151 vs 181
 }
 
 // The cheapest of `names` for collective `coll` with `count` elements of 4 bytes.
