@@ -77,6 +77,18 @@ TEST(TunerRanking, TcpFourRanks) {
   EXPECT_EQ(cheapest(modelFor(LinkClass::kTcp, 1), 2, 128 << 10), "Direct");  // 151 vs 181
 }
 
+// The shapes were fitted on 2-4 ranks; beyond them the textbook counts must still rule: the ring
+// (bandwidth-optimal) for large messages, something with fewer steps for small ones.
+TEST(TunerRanking, ManyRanksKeepTheRingForLargeMessages) {
+  for (int n : {8, 16, 64}) {
+    EXPECT_EQ(cheapest(modelFor(LinkClass::kShm, 1), n, 64 << 20), "Ring") << n << " ranks";
+    EXPECT_EQ(cheapest(modelFor(LinkClass::kShm, 2), n, 64 << 20), "Ring") << n << " ranks";
+    EXPECT_EQ(cheapest(modelFor(LinkClass::kTcp, 1), n, 64 << 20), "Ring") << n << " ranks";
+    EXPECT_NE(cheapest(modelFor(LinkClass::kShm, 1), n, 8), "Ring") << n << " ranks";
+    EXPECT_NE(cheapest(modelFor(LinkClass::kTcp, 1), n, 8), "Ring") << n << " ranks";
+  }
+}
+
 // The cheapest of `names` for collective `coll` with `count` elements of 4 bytes.
 std::string cheapestOf(const CommCostModel& m, int nranks, CollType coll, size_t count,
                        std::vector<const char*> names) {
