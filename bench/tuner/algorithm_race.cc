@@ -35,6 +35,7 @@
 #include "fatal.h"
 #include "launch_env.h"
 #include "nccl.h"
+#include "perf_options.h"
 
 namespace braid::bench {
 namespace {
@@ -74,14 +75,10 @@ TurnShape turnShape(double usPerCall) {
   return s;
 }
 
-std::size_t parseSize(const char* text) {
-  char* end = nullptr;
-  double value = std::strtod(text, &end);
-  std::size_t scale = 1;
-  if (*end == 'K' || *end == 'k') scale = 1u << 10;
-  if (*end == 'M' || *end == 'm') scale = 1u << 20;
-  if (*end == 'G' || *end == 'g') scale = 1u << 30;
-  return static_cast<std::size_t>(value * static_cast<double>(scale));
+// nccl-tests' size syntax (perf_options.h); a malformed size is -1, refused below as too small.
+std::size_t sizeOption(const char* text) {
+  const double bytes = parseSize(text);
+  return bytes < 0 ? 0 : static_cast<std::size_t>(bytes);
 }
 
 std::vector<std::string> splitList(const char* text) {
@@ -120,10 +117,10 @@ Options parseOptions(int argc, char** argv) {
   while ((c = getopt(argc, argv, "b:e:f:r:i:a:h")) != -1) {
     switch (c) {
       case 'b':
-        o.minBytes = parseSize(optarg);
+        o.minBytes = sizeOption(optarg);
         break;
       case 'e':
-        o.maxBytes = parseSize(optarg);
+        o.maxBytes = sizeOption(optarg);
         break;
       case 'f':
         o.factor = static_cast<std::size_t>(std::atoi(optarg));
