@@ -264,7 +264,11 @@ class Race {
         ncclComm_t comm =
             variants_[v].comms[static_cast<std::size_t>(round) % variants_[v].comms.size()];
         for (int i = 0; i < shape.warmup; ++i) mustCall(comm, count);
-        PERF_NCCL_CHECK(braidBarrier(comm), rank_, comm);
+        // The same barrier before every turn: each variant's own would run its own algorithm
+        // (a forced Ring's a ring, auto's Direct), and the ranks leave a one-shot barrier with
+        // another skew than a chained one. At 4 MiB on TCP, one or two calls a turn, that made
+        // auto's turns 1.2-3x its forced twin's.
+        PERF_NCCL_CHECK(braidBarrier(parent_), rank_, parent_);
         auto start = std::chrono::steady_clock::now();
         for (int i = 0; i < shape.timed; ++i) mustCall(comm, count);
         std::chrono::duration<double, std::micro> spent = std::chrono::steady_clock::now() - start;
