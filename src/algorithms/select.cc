@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "algorithms/adaptive_choice.h"
 #include "algorithms/algorithm.h"
 #include "algorithms/cost_model.h"
 #include "algorithms/mismatch_watch.h"
@@ -99,15 +101,16 @@ struct Ranking {
   size_t bytes = 0;
   bool valid = false;
   std::vector<const Algorithm*> order;
+  std::vector<double> us;  ///< the estimates, in the same order
 };
 
-const std::vector<const Algorithm*>& rankingFor(const ncclComm& comm, const CollArgs& args) {
+const Ranking& rankingFor(const ncclComm& comm, const CollArgs& args) {
   thread_local std::array<Ranking, 64> memo;
   const size_t bytes = args.count * args.elemSize;
   Ranking& r = memo[(bytes ^ (bytes >> 9) ^ (static_cast<size_t>(args.coll) * 7919)) % memo.size()];
   if (r.valid && r.nranks == comm.nranks && r.coll == args.coll && r.bytes == bytes &&
       sameModel(r.model, comm.costModel))
-    return r.order;
+    return r;
   CollArgs sized;  // the estimates read the collective and the size only
   sized.coll = args.coll;
   sized.count = args.count;
@@ -119,35 +122,59 @@ const std::vector<const Algorithm*>& rankingFor(const ncclComm& comm, const Coll
   std::stable_sort(costs.begin(), costs.end(),
                    [](const auto& x, const auto& y) { return x.first < y.first; });
   r.order.clear();
-  for (const auto& [us, a] : costs) r.order.push_back(a);
+  r.us.clear();
+  for (const auto& [us, a] : costs) {
+    r.order.push_back(a);
+    r.us.push_back(us);
+  }
   r.model = comm.costModel;
   r.nranks = comm.nranks;
   r.coll = args.coll;
   r.bytes = bytes;
   r.valid = true;
-  return r.order;
+  return r;
+}
+
+// Whether `a` may run `args`: NCCL_ALGO and NCCL_PROTO allow it and it supports the call.
+bool usable(const ncclComm& comm, const CollArgs& args, const Algorithm* a, const Algorithm* skip) {
+  if (a == skip || (args.device && !a->movesDeviceMemory())) return false;
+  if (a == selfCollective()) return a->supports(args, comm);
+  return allowedBySpec(algoSpecFor(comm.config.algo, args.coll), a->name()) &&
+         allowedBySpec(algoSpecFor(comm.config.proto, args.coll), protocolOf(a)) &&
+         a->supports(args, comm);
 }
 
 }  // namespace
 
 const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args,
                                  const Algorithm* skip) {
-  std::string_view spec = algoSpecFor(comm.config.algo, args.coll);
-  std::string_view proto = algoSpecFor(comm.config.proto, args.coll);
-  auto usable = [&](const Algorithm* a) {
-    if (args.device && !a->movesDeviceMemory()) return false;
-    if (a == selfCollective()) return a != skip && a->supports(args, comm);
-    return a != skip && allowedBySpec(spec, a->name()) && allowedBySpec(proto, protocolOf(a)) &&
-           a->supports(args, comm);
-  };
   for (const Algorithm* a : preferredFor(args.coll))
-    if (usable(a)) return a;
-  for (const Algorithm* a : rankingFor(comm, args))
-    if (usable(a)) return a;
+    if (usable(comm, args, a, skip)) return a;
+  for (const Algorithm* a : rankingFor(comm, args).order)
+    if (usable(comm, args, a, skip)) return a;
   return nullptr;
 }
 
+int nearCandidates(const ncclComm& comm, const CollArgs& args, const Algorithm** out, int max) {
+  for (const Algorithm* a : preferredFor(args.coll))
+    if (usable(comm, args, a, nullptr)) return 0;
+  const Ranking& r = rankingFor(comm, args);
+  int n = 0;
+  double best = 0;
+  for (size_t i = 0; i < r.order.size() && n < max; i++) {
+    if (!usable(comm, args, r.order[i], nullptr)) continue;
+    if (n == 0) best = r.us[i];
+    if (n > 0 && r.us[i] > kAdaptSpread * best) break;
+    out[n++] = r.order[i];
+  }
+  return n;
+}
+
 ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
+  // Before this call's opCount: the agreement, when due, is a collective of its own.
+  const Algorithm* adapted = nullptr;
+  AdaptiveChoice::Entry* adaptive = nullptr;
+  BRAID_TRY(comm.adaptive.select(comm, args, &adapted, &adaptive));
   comm.opCount++;
   // The zero-copy algorithms' quiet period after a round without registrations (zero_copy.h).
   if (comm.zeroCopyQuiet > 0) comm.zeroCopyQuiet--;
@@ -160,6 +187,7 @@ ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
     chosen = chooseAlgorithm(comm, args);
     comm.lastChoice = {static_cast<int>(args.coll), bytes, args.device, chosen};
   }
+  if (adapted) chosen = adapted;
   // NCCL_PROTO takes NCCL_ALGO's syntax: Simple is every algorithm's protocol but LowLatency's,
   // which is LL (allreduce up to one mailbox entry, peers sharing memory); LL128 is a GPU
   // protocol. A spec can leave nothing that runs the call.
@@ -191,7 +219,14 @@ ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
   ncclResult_t r;
   {
     MismatchWatch watch(comm, args);
+    const bool timed = adaptive && adaptive->timing >= 0;
+    const auto start =
+        timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     r = chosen->run(args, comm);
+    if (timed && r == ncclSuccess)
+      AdaptiveChoice::record(adaptive, std::chrono::duration<double, std::micro>(
+                                           std::chrono::steady_clock::now() - start)
+                                           .count());
   }
   for (int i = 0; i < 3; i++) comm.lastCollective[i] = args.fingerprint.words[i];
   comm.recorder.setState(entry, r == ncclSuccess ? OpState::kDone : OpState::kFailed);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/adaptive_choice.h"
 #include "algorithms/cost_model.h"
 #include "core/bootstrap.h"
 #include "core/config.h"
@@ -89,6 +90,7 @@ struct ncclComm {
   uint32_t zeroCopyQuiet = 0;
   braid::Worker worker;            ///< runs this communicator's share of a multi-communicator group
   braid::CommCostModel costModel;  ///< the tuner's constants, the same on every rank (commInit)
+  braid::AdaptiveChoice adaptive;  ///< the online choice among near candidates (allreduce, memory)
   std::atomic<const char*> lastAlgorithm{nullptr};  ///< what the last collective ran with
   /// Every peer connected over memory both ends map (shm or same-process); set at init, asked
   /// by every small collective (allPeersShareMemory).

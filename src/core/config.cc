@@ -18,6 +18,8 @@ ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
       static_cast<size_t>(std::max<int64_t>(1, envInt("BRAID_ZERO_COPY_MIN_BYTES", 1 << 20)));
   c.tcpSockets = static_cast<int>(envInt("BRAID_TCP_SOCKETS", envInt("NCCL_NSOCKS_PERTHREAD", 2)));
   c.tcpBufferBytes = static_cast<int>(envInt("BRAID_TCP_BUFFER", 4 << 20));
+  c.adaptCalls = static_cast<uint32_t>(
+      std::clamp<int64_t>(envInt("BRAID_TUNER_ADAPT", 2048), 0, int64_t{1} << 30));
   c.algo = envString("NCCL_ALGO", "");
   c.proto = envString("NCCL_PROTO", "");
   c.connectNeighboursOnly = envString("BRAID_CONNECT", "all") == "neighbours";

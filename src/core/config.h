@@ -28,6 +28,8 @@ struct CommConfig {
   std::string commName;                 ///< ncclConfig_t.commName
   size_t flightRecorderSize = 64;       ///< BRAID_FLIGHT_RECORDER_SIZE: operations kept (0: off)
   bool sigusr1Dump = false;  ///< BRAID_SIGUSR1_DUMP=1: SIGUSR1 dumps every flight recorder
+  /// BRAID_TUNER_ADAPT: calls per epoch of the adaptive choice (adaptive_choice.h); 0: off
+  uint32_t adaptCalls = 2048;
 };
 
 /// Reads the environment and validates/applies `config` (which may be null).
