@@ -106,7 +106,6 @@ ncclResult_t AdaptiveChoice::agree(ncclComm& comm, Entry& e) {
       e.candidate[static_cast<size_t>(best)]->name());
   e.timed.fill(0);
   e.spentUs.fill(0.0);
-  agreements_++;
   return ncclSuccess;
 }
 

@@ -62,14 +62,11 @@ class AdaptiveChoice {
   /// The time the call took, while its entry explores.
   static void record(Entry* entry, double us);
 
-  uint64_t agreements() const { return agreements_; }  ///< tests
-
  private:
   ncclResult_t agree(ncclComm& comm, Entry& e);
 
   std::array<Entry, 16> entries_{};
   bool agreeing_ = false;
-  uint64_t agreements_ = 0;
 };
 
 /// The usable algorithms for `args` (NCCL_ALGO and NCCL_PROTO applied) in the model's order,
