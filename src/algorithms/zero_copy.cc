@@ -17,11 +17,11 @@ struct Descriptors {
 };
 
 // One slot to every peer (`bytes` of `data`; 0: a bare signal with the fingerprint).
-ncclResult_t signalAll(ncclComm& comm, const CollArgs& args, const void* data, uint32_t bytes) {
-  for (int i = 1; i < comm.nranks; i++) {
-    FifoSender& f = comm.sendTo[(comm.rank + i) % comm.nranks]->fifo();
+ncclResult_t signalAll(Context& ctx, const CollArgs& args, const void* data, uint32_t bytes) {
+  for (int i = 1; i < ctx.nranks(); i++) {
+    FifoSender& f = ctx.sendFifo((ctx.rank() + i) % ctx.nranks());
     void* slot;
-    BRAID_TRY(f.acquire(comm.policy, &slot));
+    BRAID_TRY(f.acquire(ctx.policy(), &slot));
     if (bytes) memcpy(slot, data, bytes);
     f.post(slotInfo(bytes, args.fingerprint));
   }
@@ -29,49 +29,49 @@ ncclResult_t signalAll(ncclComm& comm, const CollArgs& args, const void* data, u
 }
 
 // One slot of `bytes` from every peer; `into` (if set) gets rank k's copy at [k].
-ncclResult_t awaitAll(ncclComm& comm, const CollArgs& args, size_t bytes, Descriptors* into) {
-  for (int i = 1; i < comm.nranks; i++) {
-    const int from = (comm.rank + comm.nranks - i) % comm.nranks;
+ncclResult_t awaitAll(Context& ctx, const CollArgs& args, size_t bytes, Descriptors* into) {
+  for (int i = 1; i < ctx.nranks(); i++) {
+    const int from = (ctx.rank() + ctx.nranks() - i) % ctx.nranks();
     const void* data;
-    BRAID_TRY(waitForSlot(comm, args, from, bytes, &data));
+    BRAID_TRY(waitForSlot(ctx, args, from, bytes, &data));
     if (into) memcpy(&into[from], data, bytes);
-    comm.recvFrom[from]->fifo().release();
+    ctx.recvFifo(from).release();
   }
   return ncclSuccess;
 }
 
 }  // namespace
 
-bool zeroCopyCandidate(const ncclComm& comm, size_t bytes) {
-  return comm.nranks >= 2 && bytes >= comm.config.zeroCopyMinBytes && allPeersShareMemory(comm);
+bool zeroCopyCandidate(const Context& ctx, size_t bytes) {
+  return ctx.nranks() >= 2 && bytes >= ctx.config.zeroCopyMinBytes && ctx.team.peersShareMemory;
 }
 
-ncclResult_t zeroCopyExchange(ncclComm& comm, const CollArgs& args, size_t sendBytes,
+ncclResult_t zeroCopyExchange(Context& ctx, const CollArgs& args, size_t sendBytes,
                               size_t recvBytes, ZeroCopyView* view) {
-  const int n = comm.nranks, me = comm.rank;
-  if (comm.zeroCopyQuiet > 0) {  // a recent round found a buffer unregistered: no round now
+  const int n = ctx.nranks(), me = ctx.rank();
+  if (ctx.ops.zeroCopyQuiet > 0) {  // a recent round found a buffer unregistered: no round now
     view->usable = false;
     return ncclSuccess;
   }
   std::vector<Descriptors> all(n);
-  all[me].send = comm.registrations.describe(args.sendbuff, sendBytes);
+  all[me].send = ctx.registrations.describe(args.sendbuff, sendBytes);
   all[me].hasRecv = recvBytes > 0;
-  if (recvBytes) all[me].recv = comm.registrations.describe(args.recvbuff, recvBytes);
+  if (recvBytes) all[me].recv = ctx.registrations.describe(args.recvbuff, recvBytes);
   memcpy(all[me].preMulScalar, args.op.scalar, sizeof(all[me].preMulScalar));
-  BRAID_TRY(signalAll(comm, args, &all[me], sizeof(Descriptors)));
-  BRAID_TRY(awaitAll(comm, args, sizeof(Descriptors), all.data()));
+  BRAID_TRY(signalAll(ctx, args, &all[me], sizeof(Descriptors)));
+  BRAID_TRY(awaitAll(ctx, args, sizeof(Descriptors), all.data()));
   bool oneProcess = true, registered = true, mappable = true;
   for (int k = 0; k < n; k++) {
     const Descriptors& d = all[k];
-    oneProcess = oneProcess && comm.peers[k].processHash == comm.peers[me].processHash;
+    oneProcess = oneProcess && ctx.team.peers[k].processHash == ctx.team.peers[me].processHash;
     registered = registered && d.send.registered && (!d.hasRecv || d.recv.registered);
     mappable = mappable && d.send.fd >= 0 && (!d.hasRecv || d.recv.fd >= 0);
   }
   view->usable = registered && (oneProcess || mappable);
-  comm.zeroCopyRounds++;
+  ctx.ops.zeroCopyRounds++;
   if (!view->usable) {
     // Every rank saw the same descriptors, so every rank goes quiet at the same call.
-    comm.zeroCopyQuiet = kZeroCopyQuietCalls;
+    ctx.ops.zeroCopyQuiet = kZeroCopyQuietCalls;
     return ncclSuccess;
   }
   view->send.assign(n, nullptr);
@@ -84,11 +84,11 @@ ncclResult_t zeroCopyExchange(ncclComm& comm, const CollArgs& args, size_t sendB
       view->recv[k] = static_cast<const char*>(args.recvbuff);
       continue;
     }
-    BRAID_TRY(comm.registrations.resolve(k, all[k].send, sendBytes, oneProcess, &view->send[k]));
+    BRAID_TRY(ctx.registrations.resolve(k, all[k].send, sendBytes, oneProcess, &view->send[k]));
     if (recvBytes)
-      BRAID_TRY(comm.registrations.resolve(k, all[k].recv, recvBytes, oneProcess, &view->recv[k]));
+      BRAID_TRY(ctx.registrations.resolve(k, all[k].recv, recvBytes, oneProcess, &view->recv[k]));
   }
-  comm.zeroCopyRuns++;
+  ctx.ops.zeroCopyRuns++;
   return ncclSuccess;
 }
 
@@ -117,15 +117,13 @@ void zeroCopyReduce(const ZeroCopyView& v, const CollArgs& args, size_t first, s
   }
 }
 
-ncclResult_t zeroCopyBarrier(ncclComm& comm, const CollArgs& args) {
-  BRAID_TRY(signalAll(comm, args, nullptr, 0));
-  return awaitAll(comm, args, 0, nullptr);
+ncclResult_t zeroCopyBarrier(Context& ctx, const CollArgs& args) {
+  BRAID_TRY(signalAll(ctx, args, nullptr, 0));
+  return awaitAll(ctx, args, 0, nullptr);
 }
 
-ncclResult_t zeroCopyFallback(ncclComm& comm, const CollArgs& args, const Algorithm* self,
-                              const Algorithm* ring) {
-  const Algorithm* other = chooseAlgorithm(comm, args, self);
-  return (other ? other : ring)->run(args, comm);
+ncclResult_t zeroCopyFallback(Context& ctx, const CollArgs& args, const Algorithm* ring) {
+  return (ctx.fallback ? ctx.fallback : ring)->run(args, ctx);
 }
 
 }  // namespace braid

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "braid/braid.h"
-#include "core/comm.h"
+#include "comm/communicator.h"
 #include "harness/rank_harness.h"
 #include "oracle/case_buffer.h"
 #include "oracle/dtype_codec.h"
@@ -99,7 +99,7 @@ void runCase(RankContext& ctx, ncclComm_t comm, const Case& c, Registration regi
       recv = scatters ? out.data() + me * c.count * t.size : out.data();
     }
   }
-  const uint64_t zeroCopyBefore = comm->zeroCopyRuns;
+  const uint64_t zeroCopyBefore = comm->ops.zeroCopyRuns;
   ncclResult_t r = ncclSuccess;
   switch (c.coll) {
     case Coll::kBroadcast:
@@ -124,7 +124,8 @@ void runCase(RankContext& ctx, ncclComm_t comm, const Case& c, Registration regi
   }
   const bool wantZeroCopy =
       registration == Registration::kRegister && n > 1 && c.count > 0 && (gathers || scatters);
-  if (registration != Registration::kNone && (comm->zeroCopyRuns > zeroCopyBefore) != wantZeroCopy)
+  if (registration != Registration::kNone &&
+      (comm->ops.zeroCopyRuns > zeroCopyBefore) != wantZeroCopy)
     ctx.fail(what + (wantZeroCopy ? ": registered buffers were not read in place"
                                   : ": ran zero-copy without registered buffers on every rank"));
   if (c.coll == Coll::kReduce && me != c.root) return;  // only the root's output is defined

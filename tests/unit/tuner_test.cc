@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/cost_model.h"
-#include "algorithms/tuner_calibration.h"
-#include "algorithms/tuner_source.h"
+#include "tuner/calibration.h"
+#include "tuner/cost_model.h"
+#include "tuner/cost_source.h"
 
 namespace braid {
 namespace {
