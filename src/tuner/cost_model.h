@@ -24,7 +24,7 @@ struct LinkCost {
 struct LinkCosts {
   LinkCost local, shm, tcp;
 };
-/// The built-in constants (the reference machine, docs/measurements.md).
+/// The built-in constants (the reference machine, docs/results.md).
 LinkCosts defaultLinkCosts();
 /// Parses a tuner file's text into `costs`; false with `error` naming the line if malformed.
 bool parseLinkCosts(const std::string& text, LinkCosts* costs, std::string* error);

@@ -18,7 +18,7 @@ namespace {
 
 const char* kAllReduceAlgorithms[] = {"Ring", "Tree", "Direct", "TwoShot", "Rabenseifner"};
 
-// The algorithm chooseAlgorithm's ranking picks when every one of them supports the call.
+// The algorithm the tuner's ranking picks when every one of them supports the call.
 std::string cheapest(const CommCostModel& model, int nranks, size_t bytes) {
   CollArgs args;
   args.coll = CollType::kAllReduce;
