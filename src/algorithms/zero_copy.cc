@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "algorithms/primitives.h"
+#include "algorithms/rank_order.h"
 #include "util/status.h"
 
 namespace braid {
@@ -94,27 +95,10 @@ ncclResult_t zeroCopyExchange(Context& ctx, const CollArgs& args, size_t sendByt
 
 void zeroCopyReduce(const ZeroCopyView& v, const CollArgs& args, size_t first, size_t count,
                     char* dst) {
-  // n terms combine through an accumulator of this many bytes that stays in the L2 cache (1 MiB
-  // per core here), so only the final value goes out to memory.
-  constexpr size_t kChunkBytes = 128 * 1024;
   const int n = static_cast<int>(v.send.size());
-  const size_t es = args.elemSize, chunk = std::max<size_t>(64, kChunkBytes / es);
-  thread_local std::vector<char> acc;
-  if (acc.size() < chunk * es) acc.resize(chunk * es);
-  const unsigned pre = kernels::kApplyPre, last = kernels::kApplyPre | kernels::kApplyPost;
-  for (size_t done = 0; done < count; done += chunk) {
-    const size_t len = std::min(chunk, count - done), at = (first + done) * es;
-    char* out = dst + done * es;
-    int k = 0;
-    if (!args.op.preMul) {  // the first two terms combine in one pass
-      kernels::reduce(args.op, n == 2 ? out : acc.data(), nullptr, v.send[0] + at, v.send[1] + at,
-                      len, n == 2 ? last : pre);
-      k = 2;
-    }
-    for (; k < n; k++)  // term k with rank k's own PreMulSum scalar
-      kernels::reduce(v.ops[k], k == n - 1 ? out : acc.data(), nullptr,
-                      k == 0 ? nullptr : acc.data(), v.send[k] + at, len, k == n - 1 ? last : pre);
-  }
+  std::vector<const char*> terms(v.send.size());
+  for (int k = 0; k < n; k++) terms[k] = v.send[k] + first * args.elemSize;
+  reduceInRankOrder(v.ops.data(), terms.data(), n, count, args.elemSize, dst);
 }
 
 ncclResult_t zeroCopyBarrier(Context& ctx, const CollArgs& args) {
