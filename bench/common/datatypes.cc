@@ -5,24 +5,15 @@
 
 namespace braid::bench {
 
-const TypeInfo kTypes[kNumTypes] = {
-    {ncclInt8, "int8", 1, false, true},        {ncclUint8, "uint8", 1, false, false},
-    {ncclInt32, "int32", 4, false, true},      {ncclUint32, "uint32", 4, false, false},
-    {ncclInt64, "int64", 8, false, true},      {ncclUint64, "uint64", 8, false, false},
-    {ncclFloat16, "half", 2, true, true},      {ncclFloat32, "float", 4, true, true},
-    {ncclFloat64, "double", 8, true, true},    {ncclBfloat16, "bfloat16", 2, true, true},
-    {ncclFloat8e4m3, "f8e4m3", 1, true, true}, {ncclFloat8e5m2, "f8e5m2", 1, true, true},
-};
-
 const char* const kOpNames[kNumOps] = {"sum", "prod", "max", "min", "avg", "mulsum"};
 
 const TypeInfo& typeInfo(ncclDataType_t type) {
-  return kTypes[static_cast<int>(type)];
+  return kernels::dataType(type);
 }
 
 int typeIndexFromName(const char* name) {
   for (int t = 0; t < kNumTypes; ++t) {
-    if (std::strcmp(name, kTypes[t].name) == 0) return t;
+    if (std::strcmp(name, kTypes[t].testsName) == 0) return t;
   }
   return std::strcmp(name, "all") == 0 ? -1 : -2;
 }
@@ -96,19 +87,10 @@ double decodeFloat(const FloatFormat& format, std::uint32_t bits) {
 
 namespace {
 
+// The formats C++ has no arithmetic for (fp16, bf16, fp8); nullptr for the others.
 const FloatFormat* formatOf(ncclDataType_t type) {
-  switch (type) {
-    case ncclFloat16:
-      return &kHalfFormat;
-    case ncclBfloat16:
-      return &kBfloat16Format;
-    case ncclFloat8e4m3:
-      return &kE4m3Format;
-    case ncclFloat8e5m2:
-      return &kE5m2Format;
-    default:
-      return nullptr;
-  }
+  const TypeInfo& info = typeInfo(type);
+  return info.isFloat && info.size <= 2 ? &info.format : nullptr;
 }
 
 template <typename T>
@@ -126,21 +108,8 @@ T loadAs(const void* base, std::size_t index) {
 }  // namespace
 
 double unitInLastPlace(ncclDataType_t type, double value) {
-  FloatFormat format;
-  switch (type) {
-    case ncclFloat32:
-      format = {8, 23, 127, true};
-      break;
-    case ncclFloat64:
-      format = {11, 52, 1023, true};
-      break;
-    default:
-      if (const FloatFormat* small = formatOf(type)) {
-        format = *small;
-        break;
-      }
-      return 1;
-  }
+  if (!typeInfo(type).isFloat) return 1;
+  const FloatFormat& format = typeInfo(type).format;
   int exponent = value == 0 ? 1 - format.bias : std::max(std::ilogb(value), 1 - format.bias);
   return std::ldexp(1.0, exponent - format.mantissaBits);
 }

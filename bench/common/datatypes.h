@@ -6,21 +6,17 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/datatypes.h"
 #include "nccl.h"
 
 namespace braid::bench {
 
-struct TypeInfo {
-  ncclDataType_t type;
-  const char* name;  ///< the -d name (nccl-tests spelling)
-  std::size_t size;  ///< bytes per element
-  bool isFloat;
-  bool isSigned;
-};
+/// A type's entry in the library's dtype table; `testsName` is its -d name.
+using TypeInfo = kernels::DataType;
 
 /// All types, in nccl-tests order (index == ncclDataType_t value).
-inline constexpr int kNumTypes = 12;
-extern const TypeInfo kTypes[kNumTypes];
+inline constexpr int kNumTypes = ncclNumTypes;
+inline constexpr const auto& kTypes = kernels::kDataTypes;
 
 /// The ops in nccl-tests order: sum, prod, max, min, avg, mulsum. Index 5 (mulsum) stands for a
 /// per-rank ncclRedOpCreatePreMulSum op; indices 0..4 are the built-in ncclRedOp_t values.
@@ -34,13 +30,7 @@ const TypeInfo& typeInfo(ncclDataType_t type);
 int typeIndexFromName(const char* name);
 int opIndexFromName(const char* name);
 
-/// Bit layout of a binary floating-point format, for the generic encoder below.
-struct FloatFormat {
-  int exponentBits;
-  int mantissaBits;
-  int bias;
-  bool hasInfinity;  ///< false for e4m3 (NVIDIA's "fn" variant: no inf, one NaN pattern)
-};
+using kernels::FloatFormat;
 
 /// Nearest-even encoding of value into the format (values past the largest finite one become
 /// infinity, or NaN for formats without infinity).
@@ -48,10 +38,10 @@ std::uint32_t encodeFloat(const FloatFormat& format, double value);
 /// Exact value of an encoded element.
 double decodeFloat(const FloatFormat& format, std::uint32_t bits);
 
-inline constexpr FloatFormat kHalfFormat{5, 10, 15, true};
-inline constexpr FloatFormat kBfloat16Format{8, 7, 127, true};
-inline constexpr FloatFormat kE4m3Format{4, 3, 7, false};
-inline constexpr FloatFormat kE5m2Format{5, 2, 15, true};
+inline constexpr const FloatFormat& kHalfFormat = kernels::dataType(ncclFloat16).format;
+inline constexpr const FloatFormat& kBfloat16Format = kernels::dataType(ncclBfloat16).format;
+inline constexpr const FloatFormat& kE4m3Format = kernels::dataType(ncclFloat8e4m3).format;
+inline constexpr const FloatFormat& kE5m2Format = kernels::dataType(ncclFloat8e5m2).format;
 
 /// Distance between adjacent representable values of a floating type around value (1 for
 /// integer types): the tolerance for results that are rounded once (ncclAvg).

@@ -177,7 +177,7 @@ int parsePerfOptions(int argc, char** argv, const char* programName, PerfOptions
       case 'd':
         o.typeIndex = typeIndexFromName(optarg);
         if (o.typeIndex == -2) {
-          std::printf("invalid type %s, defaulting to %s .. \n", optarg, kTypes[7].name);
+          std::printf("invalid type %s, defaulting to %s .. \n", optarg, kTypes[7].testsName);
           o.typeIndex = 7;
         }
         break;

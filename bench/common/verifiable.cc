@@ -146,9 +146,10 @@ struct NativeFloatCodec {
   static constexpr bool kIsFloat = true;
 };
 
-template <typename Storage, const FloatFormat& kFormat>
+template <typename Storage, ncclDataType_t kType>
 struct SmallFloatCodec {
   using T = Storage;
+  static constexpr const FloatFormat& kFormat = kernels::dataType(kType).format;
   static T encode(double v) { return static_cast<T>(encodeFloat(kFormat, v)); }
   static double decode(T v) { return decodeFloat(kFormat, v); }
   static constexpr bool kIsFloat = true;
@@ -170,15 +171,15 @@ auto withCodec(ncclDataType_t type, Visitor&& visit) {
     case ncclUint64:
       return visit(IntCodec<std::uint64_t>{});
     case ncclFloat16:
-      return visit(SmallFloatCodec<std::uint16_t, kHalfFormat>{});
+      return visit(SmallFloatCodec<std::uint16_t, ncclFloat16>{});
     case ncclFloat64:
       return visit(NativeFloatCodec<double>{});
     case ncclBfloat16:
-      return visit(SmallFloatCodec<std::uint16_t, kBfloat16Format>{});
+      return visit(SmallFloatCodec<std::uint16_t, ncclBfloat16>{});
     case ncclFloat8e4m3:
-      return visit(SmallFloatCodec<std::uint8_t, kE4m3Format>{});
+      return visit(SmallFloatCodec<std::uint8_t, ncclFloat8e4m3>{});
     case ncclFloat8e5m2:
-      return visit(SmallFloatCodec<std::uint8_t, kE5m2Format>{});
+      return visit(SmallFloatCodec<std::uint8_t, ncclFloat8e5m2>{});
     case ncclFloat32:
     default:
       return visit(NativeFloatCodec<float>{});

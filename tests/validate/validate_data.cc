@@ -87,7 +87,7 @@ std::size_t typeBytes(ncclDataType_t type) {
 }
 
 const char* typeName(ncclDataType_t type) {
-  return bench::typeInfo(type).name;
+  return bench::typeInfo(type).testsName;
 }
 
 double premulScalar(const ValueSpec& spec, int rank) {

@@ -142,7 +142,9 @@ TEST_P(EveryTypeAndOp, CopiedBlocksOfEachSourceAndRunDiffer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, EveryTypeAndOp, ::testing::Range(0, kNumTypes),
-                         [](const auto& info) { return std::string(kTypes[info.param].name); });
+                         [](const auto& info) {
+                           return std::string(kTypes[info.param].testsName);
+                         });
 
 TEST(Verifiable, CopiedDataIsCheckedAgainstTheSourceRank) {
   DataSpec spec{ncclInt32, ncclSum, 4, 9};
