@@ -6,32 +6,23 @@
 
 #include <initializer_list>
 #include <string>
-#include <vector>
 
 #include "nccl.h"
+#include "tests/command_line.h"
 
 namespace braid::bench {
 namespace {
 
-struct Parsed {
-  int status = 0;
+struct Parsed : testing::CommandLineRun {
   PerfOptions options;
-  std::string out, err;
 };
 
 Parsed parse(std::initializer_list<const char*> args) {
-  std::vector<std::string> text{"all_reduce_perf"};
-  text.insert(text.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : text) argv.push_back(arg.data());
-  argv.push_back(nullptr);
   Parsed p;
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  p.status =
-      parsePerfOptions(static_cast<int>(text.size()), argv.data(), "all_reduce_perf", &p.options);
-  p.out = testing::internal::GetCapturedStdout();
-  p.err = testing::internal::GetCapturedStderr();
+  static_cast<testing::CommandLineRun&>(p) =
+      testing::runCommandLine("all_reduce_perf", args, [&p](int argc, char** argv) {
+        return parsePerfOptions(argc, argv, "all_reduce_perf", &p.options);
+      });
   return p;
 }
 
@@ -124,11 +115,7 @@ TEST(PerfOptions, IgnoredDeviceFlagsLeaveNotes) {
 
 // Every malformed command line stops with 255 and a message naming what was wrong.
 TEST(PerfOptions, BadValuesAreRefusedWithAMessage) {
-  struct Bad {
-    std::initializer_list<const char*> args;
-    const char* message;
-  };
-  const Bad cases[] = {
+  const testing::BadCommandLine cases[] = {
       {{"-n", "abc"}, "--iters: 'abc' is not an integer"},
       {{"-t", "4x"}, "--nthreads: '4x' is not an integer"},
       {{"-r", ""}, "--root: '' is not an integer"},
@@ -144,7 +131,7 @@ TEST(PerfOptions, BadValuesAreRefusedWithAMessage) {
       {{"-a", "4"}, "-a (average) must be 0, 1, 2 or 3"},
       {{"-D", "1"}, "device implementation (-D > 0) is not available"},
   };
-  for (const Bad& bad : cases) {
+  for (const testing::BadCommandLine& bad : cases) {
     Parsed p = parse(bad.args);
     std::string shown = *bad.args.begin();
     EXPECT_EQ(p.status, 255) << shown;
