@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "datatypes.h"
+#include "kernels/datatypes.h"
+#include "verifiable/element_codec.h"
 
 namespace braid::validate {
 namespace {
@@ -36,13 +37,11 @@ double exactIntegerLimit(ncclDataType_t type) {
 }
 
 double roundTo(ncclDataType_t type, double value) {
-  alignas(8) unsigned char element[8];
-  bench::storeElement(element, 0, type, value);
-  return bench::loadElement(element, 0, type);
+  return verifiable::roundToType(type, value);
 }
 
 bool isSigned(ncclDataType_t type) {
-  return bench::typeInfo(type).isSigned;
+  return kernels::dataType(type).isSigned;
 }
 
 }  // namespace
@@ -74,7 +73,7 @@ const char* opName(Op op) {
 }
 
 bool isFloatType(ncclDataType_t type) {
-  return bench::typeInfo(type).isFloat;
+  return kernels::dataType(type).isFloat;
 }
 
 bool isWidenedType(ncclDataType_t type) {
@@ -83,11 +82,11 @@ bool isWidenedType(ncclDataType_t type) {
 }
 
 std::size_t typeBytes(ncclDataType_t type) {
-  return bench::typeInfo(type).size;
+  return kernels::dataType(type).size;
 }
 
 const char* typeName(ncclDataType_t type) {
-  return bench::typeInfo(type).testsName;
+  return kernels::dataType(type).testsName;
 }
 
 double premulScalar(const ValueSpec& spec, int rank) {

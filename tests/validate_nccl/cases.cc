@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "datatypes.h"
 #include "validate_data.h"
+#include "verifiable/element_codec.h"
 
 namespace braid::validate_nccl {
 namespace {
@@ -142,7 +142,7 @@ void fillInput(const CaseKey& key, int nranks, std::uint64_t seed, unsigned char
   }
   validate::ValueSpec spec = specOf(key, nranks, seed);
   for (std::size_t i = 0; i < elements; ++i)
-    bench::storeElement(out, i, type, validate::inputValue(spec, key.rank, i));
+    verifiable::storeElement(out, i, type, validate::inputValue(spec, key.rank, i));
 }
 
 double allowedDifference(const CaseKey& key, int nranks, std::uint64_t seed, std::size_t index) {
@@ -185,7 +185,7 @@ std::vector<unsigned char> oneRankOutput(const CaseKey& key, std::uint64_t seed)
   } else {
     validate::ValueSpec spec = specOf(key, 1, seed);
     for (std::size_t i = 0; i < l.output; ++i)
-      bench::storeElement(output.data(), i, type, validate::contribution(spec, 0, i));
+      verifiable::storeElement(output.data(), i, type, validate::contribution(spec, 0, i));
   }
   output.pop_back();
   return output;
