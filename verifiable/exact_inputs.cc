@@ -163,18 +163,8 @@ double ExactInputs::value(int rank, std::size_t index) const {
   return static_cast<double>(part(rank, index)) * scale(index);
 }
 
-double ExactInputs::reduced(std::size_t index) const {
-  // Only balanced averages need every rank's value first; the rest go rank by rank, without
-  // allocating (the benchmarks check millions of elements).
-  std::vector<double> balanced;
-  if (spec_.exactAverage && spec_.reduction == Reduction::kAvg) {
-    balanced.resize(static_cast<std::size_t>(spec_.nranks));
-    values(index, balanced.data());
-  }
-  const double s = scale(index);
-  auto input = [&](int r) {
-    return balanced.empty() ? static_cast<double>(part(r, index)) * s : balanced[r];
-  };
+template <typename Input>
+double ExactInputs::combineInputs(Input input) const {
   const bool premul = spec_.reduction == Reduction::kPreMulSum;
   double acc = premul ? input(0) * premulScalar(0) : input(0);
   for (int r = 1; r < spec_.nranks; ++r) {
@@ -198,6 +188,21 @@ double ExactInputs::reduced(std::size_t index) const {
     }
   }
   return spec_.reduction == Reduction::kAvg ? acc / spec_.nranks : acc;
+}
+
+double ExactInputs::combine(const double* values) const {
+  return combineInputs([values](int r) { return values[r]; });
+}
+
+double ExactInputs::reduced(std::size_t index) const {
+  if (spec_.exactAverage && spec_.reduction == Reduction::kAvg) {
+    std::vector<double> balanced(static_cast<std::size_t>(spec_.nranks));
+    values(index, balanced.data());
+    return combine(balanced.data());
+  }
+  // Rank by rank, without allocating: the benchmarks check millions of elements.
+  const double s = scale(index);
+  return combineInputs([&](int r) { return static_cast<double>(part(r, index)) * s; });
 }
 
 }  // namespace braid::verifiable

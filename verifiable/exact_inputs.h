@@ -59,6 +59,8 @@ class ExactInputs {
   /// The exact reduction over all ranks at element index. kAvg: the sum divided by nranks
   /// (exact with exactAverage, otherwise the real quotient a rounded result must be near).
   double reduced(std::size_t index) const;
+  /// The same from every rank's values at one element (from values()), when the caller has them.
+  double combine(const double* values) const;
 
   const InputSpec& spec() const { return spec_; }
 
@@ -69,6 +71,8 @@ class ExactInputs {
   bool contributes(int rank, std::size_t index) const;
   double scale(std::size_t index) const;
   void balanceForAverage(std::vector<std::int64_t>& parts, std::size_t index) const;
+  template <typename Input>
+  double combineInputs(Input input) const;  ///< input(rank): that rank's value
 
   InputSpec spec_;
   bool isSigned_;

@@ -5,6 +5,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "verifiable/element_codec.h"
+
 namespace braid::oracle {
 namespace {
 
@@ -69,90 +71,21 @@ bool isInfBits(const DTypeInfo& t, uint64_t bits) {
 }
 
 double decodeFloat(const DTypeInfo& t, uint64_t bits) {
-  bits = maskBits(t, bits);
-  if (t.type == ncclFloat32) {
-    float f;
-    uint32_t u = static_cast<uint32_t>(bits);
-    memcpy(&f, &u, 4);
-    return f;
-  }
-  if (t.type == ncclFloat64) {
-    double d;
-    memcpy(&d, &bits, 8);
-    return d;
-  }
-  const int width = 8 * static_cast<int>(t.size);
-  const bool negative = (bits >> (width - 1)) & 1;
-  const uint64_t expField = (bits >> t.format.mantissaBits) & ((1ull << t.format.exponentBits) - 1);
-  const uint64_t manField = bits & ((1ull << t.format.mantissaBits) - 1);
-  const uint64_t expAllOnes = (1ull << t.format.exponentBits) - 1;
-  double magnitude;
-  if (t.format.hasInfinity && expField == expAllOnes) {
-    magnitude = manField == 0 ? INFINITY : NAN;
-  } else if (!t.format.hasInfinity && expField == expAllOnes &&
-             manField == (1ull << t.format.mantissaBits) - 1) {
-    magnitude = NAN;
-  } else if (expField == 0) {
-    magnitude =
-        std::ldexp(static_cast<double>(manField), 1 - t.format.bias - t.format.mantissaBits);
-  } else {
-    magnitude = std::ldexp(static_cast<double>(manField + (1ull << t.format.mantissaBits)),
-                           static_cast<int>(expField) - t.format.bias - t.format.mantissaBits);
-  }
-  return negative ? -magnitude : magnitude;
+  return verifiable::decodeFloat(t.format, maskBits(t, bits));
 }
 
 uint64_t encodeFloat(const DTypeInfo& t, double v) {
-  auto notExact = [&] {
+  if (std::isnan(v)) throw std::logic_error("oracle: NaN is never an expected value");
+  const uint64_t bits = verifiable::encodeFloat(t.format, v);
+  // The decode must give the value back: no rounding, no overflow (this also rejects e4m3's
+  // NaN code and infinity where the format has none).
+  const double back = decodeFloat(t, bits);
+  if (back != v || std::signbit(back) != std::signbit(v)) {
     std::ostringstream s;
     s.precision(17);
     s << "oracle: " << v << " is not exactly representable in " << t.name;
-    return std::logic_error(s.str());
-  };
-  if (std::isnan(v)) throw std::logic_error("oracle: NaN is never an expected value");
-  uint64_t bits;
-  if (t.type == ncclFloat32) {
-    float f = static_cast<float>(v);
-    if (static_cast<double>(f) != v) throw notExact();
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    bits = u;
-  } else if (t.type == ncclFloat64) {
-    memcpy(&bits, &v, 8);
-  } else {
-    const int width = 8 * static_cast<int>(t.size);
-    const uint64_t sign = std::signbit(v) ? 1ull << (width - 1) : 0;
-    const double a = std::fabs(v);
-    const uint64_t expAllOnes = (1ull << t.format.exponentBits) - 1;
-    if (a == 0) {
-      bits = sign;
-    } else if (std::isinf(a)) {
-      if (!t.format.hasInfinity) throw notExact();
-      bits = sign | (expAllOnes << t.format.mantissaBits);
-    } else {
-      int e;
-      std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1): biased exponent of 1.f form is e-1+bias
-      int64_t biased = e - 1 + t.format.bias;
-      double mant;
-      uint64_t expField;
-      if (biased >= 1) {
-        mant =
-            std::ldexp(a, t.format.mantissaBits - (e - 1)) - std::ldexp(1.0, t.format.mantissaBits);
-        expField = static_cast<uint64_t>(biased);
-      } else {
-        mant = std::ldexp(a, t.format.bias - 1 + t.format.mantissaBits);
-        expField = 0;
-      }
-      if (mant != std::floor(mant) || mant >= std::ldexp(1.0, t.format.mantissaBits))
-        throw notExact();
-      if (expField > expAllOnes || (t.format.hasInfinity && expField == expAllOnes))
-        throw notExact();
-      bits = sign | (expField << t.format.mantissaBits) | static_cast<uint64_t>(mant);
-    }
+    throw std::logic_error(s.str());
   }
-  // The decode must give the value back (this also rejects e4m3's NaN code).
-  double back = decodeFloat(t, bits);
-  if (back != v || std::signbit(back) != std::signbit(v)) throw notExact();
   return bits;
 }
 

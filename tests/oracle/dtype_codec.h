@@ -1,6 +1,7 @@
 // The twelve ncclDataType_t formats described from first principles (bit layouts from the dtype
-// table, not the library's conversion code), so the oracle's expected values are independent of
-// what it tests. Values travel as raw bits in a uint64_t (the low `size` bytes).
+// table, decoded and encoded by verifiable/'s codec, not the library's conversion code), so the
+// oracle's expected values are independent of what it tests. Values travel as raw bits in a
+// uint64_t (the low `size` bytes).
 #pragma once
 
 #include <cstddef>
