@@ -5,16 +5,10 @@
 
 #include "validate_data.h"
 #include "verifiable/element_codec.h"
+#include "verifiable/input_words.h"
 
 namespace braid::validate_nccl {
 namespace {
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // NCCL adds fp8 in half precision and rounds the half sum to fp8: two roundings per step, so
 // its unit is fp8's plus half's.
@@ -135,9 +129,9 @@ void fillInput(const CaseKey& key, int nranks, std::uint64_t seed, unsigned char
   auto type = static_cast<ncclDataType_t>(key.type);
   if (key.op < 0) {
     std::size_t bytes = elements * validate::typeBytes(type);
-    std::uint64_t base = splitmix64(seed ^ (static_cast<std::uint64_t>(key.rank) << 40));
+    const std::uint64_t key64 = verifiable::rankKey(seed, key.rank);
     for (std::size_t i = 0; i < bytes; ++i)
-      out[i] = static_cast<unsigned char>(splitmix64(base + i));
+      out[i] = static_cast<unsigned char>(verifiable::streamWord(key64, i));
     return;
   }
   validate::ValueSpec spec = specOf(key, nranks, seed);
