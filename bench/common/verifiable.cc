@@ -16,12 +16,8 @@ namespace {
 // The shared generator (verifiable/exact_inputs.h) with its default bounds; the op index's
 // first five values are ncclRedOp_t's, as are Reduction's, and kOpMulSum is kPreMulSum.
 verifiable::ExactInputs generatorOf(const DataSpec& spec) {
-  verifiable::InputSpec input;
-  input.type = spec.type;
-  input.reduction = static_cast<verifiable::Reduction>(spec.opIndex);
-  input.nranks = spec.nranks;
-  input.seed = spec.seed;
-  return verifiable::ExactInputs(input);
+  return verifiable::ExactInputs(verifiable::InputSpec{
+      spec.type, static_cast<verifiable::Reduction>(spec.opIndex), spec.nranks, spec.seed});
 }
 
 // Storage and exact conversions of one element type.

@@ -35,12 +35,8 @@ const char* collName(Coll c) {
 // Every rank's inputs: the shared generator's (verifiable/exact_inputs.h), small enough that
 // every partial sum or product is exactly representable in the dtype.
 braid::verifiable::ExactInputs inputsOf(ncclDataType_t dtype, ncclRedOp_t op, int nranks) {
-  braid::verifiable::InputSpec spec;
-  spec.type = dtype;
-  spec.reduction = static_cast<braid::verifiable::Reduction>(op);
-  spec.nranks = nranks;
-  spec.seed = 17;
-  return braid::verifiable::ExactInputs(spec);
+  return braid::verifiable::ExactInputs(braid::verifiable::InputSpec{
+      dtype, static_cast<braid::verifiable::Reduction>(op), nranks, 17});
 }
 
 uint64_t encode(const DTypeInfo& t, double v) {

@@ -21,12 +21,8 @@ bool isSigned(ncclDataType_t type) {
 
 // kExact: the shared generator's inputs (verifiable/exact_inputs.h), with its scalars 1 and 2.
 verifiable::ExactInputs exactInputs(const ValueSpec& spec) {
-  verifiable::InputSpec input;
-  input.type = spec.type;
-  input.reduction = static_cast<verifiable::Reduction>(spec.op);
-  input.nranks = spec.nranks;
-  input.seed = spec.seed;
-  return verifiable::ExactInputs(input);
+  return verifiable::ExactInputs(verifiable::InputSpec{
+      spec.type, static_cast<verifiable::Reduction>(spec.op), spec.nranks, spec.seed});
 }
 
 }  // namespace
