@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "verifiable/element_codec.h"
+#include "verifiable/input_words.h"
 
 namespace braid::validate {
 namespace {
@@ -219,11 +220,7 @@ class Runner {
 
   void fillRandomBytes(Bytes& buffer, std::size_t elements, int source) const {
     for (std::size_t i = 0; i < elements * size_; ++i) {
-      std::uint64_t h =
-          (s_.seed + 1) * 0x9e3779b97f4a7c15ull ^ (static_cast<std::uint64_t>(source) << 48) ^ i;
-      h ^= h >> 29;
-      h *= 0xbf58476d1ce4e5b9ull;
-      buffer[i] = static_cast<unsigned char>(h >> 56);
+      buffer[i] = static_cast<unsigned char>(verifiable::inputWord(s_.seed, source, i) >> 56);
     }
   }
 
