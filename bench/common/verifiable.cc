@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <vector>
 
 #include "datatypes.h"
 #include "verifiable/element_codec.h"
