@@ -104,14 +104,14 @@ T loadAs(const void* base, std::size_t index) {
 
 // The formats C++ has no arithmetic for (fp16, bf16, fp8); nullptr for the others.
 const FloatFormat* narrowFormat(ncclDataType_t type) {
-  const kernels::DataType& info = kernels::dataType(type);
+  const braid::DataType& info = braid::dataType(type);
   return info.isFloat && info.size <= 2 ? &info.format : nullptr;
 }
 
 }  // namespace
 
 double unitInLastPlace(ncclDataType_t type, double value) {
-  const kernels::DataType& info = kernels::dataType(type);
+  const braid::DataType& info = braid::dataType(type);
   if (!info.isFloat) return 1;
   const FloatFormat& format = info.format;
   int exponent = value == 0 ? 1 - format.bias : std::max(std::ilogb(value), 1 - format.bias);

@@ -6,12 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/datatypes.h"
+#include "braid/datatypes.h"
 #include "nccl.h"
 
 namespace braid::verifiable {
 
-using kernels::FloatFormat;
+using braid::FloatFormat;
 
 /// Nearest-even encoding of value into the format (values past the largest finite one become
 /// infinity, or NaN for formats without infinity). Works up to binary64.

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "kernels/datatypes.h"
+#include "braid/datatypes.h"
 #include "verifiable/input_words.h"
 
 namespace braid::verifiable {
@@ -55,7 +55,7 @@ constexpr std::uint64_t kExponentStream = 1;
 
 ExactInputs::ExactInputs(const InputSpec& spec)
     : spec_(spec),
-      isSigned_(kernels::dataType(spec.type).isSigned),
+      isSigned_(braid::dataType(spec.type).isSigned),
       fixedScale_(std::ldexp(1.0, spec.minExponent)),
       exponentKey_(rankKey(subSeed(spec.seed, kExponentStream), -1)) {
   Limits limits = limitsOf(spec.type);

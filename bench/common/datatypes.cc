@@ -7,7 +7,7 @@ namespace braid::bench {
 const char* const kOpNames[kNumOps] = {"sum", "prod", "max", "min", "avg", "mulsum"};
 
 const TypeInfo& typeInfo(ncclDataType_t type) {
-  return kernels::dataType(type);
+  return braid::dataType(type);
 }
 
 int typeIndexFromName(const char* name) {

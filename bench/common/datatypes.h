@@ -5,17 +5,17 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/datatypes.h"
+#include "braid/datatypes.h"
 #include "nccl.h"
 
 namespace braid::bench {
 
 /// A type's entry in the library's dtype table; `testsName` is its -d name.
-using TypeInfo = kernels::DataType;
+using TypeInfo = braid::DataType;
 
 /// All types, in nccl-tests order (index == ncclDataType_t value).
 inline constexpr int kNumTypes = ncclNumTypes;
-inline constexpr const auto& kTypes = kernels::kDataTypes;
+inline constexpr const auto& kTypes = braid::kDataTypes;
 
 /// The ops in nccl-tests order: sum, prod, max, min, avg, mulsum. Index 5 (mulsum) stands for a
 /// per-rank ncclRedOpCreatePreMulSum op; indices 0..4 are the built-in ncclRedOp_t values.

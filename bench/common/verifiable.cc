@@ -39,7 +39,7 @@ struct NativeFloatCodec {
 template <typename Storage, ncclDataType_t kType>
 struct SmallFloatCodec {
   using T = Storage;
-  static constexpr const kernels::FloatFormat& kFormat = kernels::dataType(kType).format;
+  static constexpr const braid::FloatFormat& kFormat = braid::dataType(kType).format;
   static T encode(double v) { return static_cast<T>(verifiable::encodeFloat(kFormat, v)); }
   static double decode(T v) { return verifiable::decodeFloat(kFormat, v); }
   static constexpr bool kIsFloat = true;

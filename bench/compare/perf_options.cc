@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/datatypes.h"
+#include "braid/datatypes.h"
 #include "perf_common.h"
 
 namespace {
@@ -18,8 +18,8 @@ namespace {
 static_assert(int{PERF_NUM_TYPES} == int{ncclBfloat16} + 1 && int{PERF_HALF} == int{ncclFloat16} &&
               int{PERF_BFLOAT16} == int{ncclBfloat16});
 
-const braid::kernels::DataType& typeOf(perf_type type) {
-  return braid::kernels::kDataTypes[static_cast<std::size_t>(type)];
+const braid::DataType& typeOf(perf_type type) {
+  return braid::kDataTypes[static_cast<std::size_t>(type)];
 }
 
 const char* const kOpNames[PERF_NUM_OPS] = {"sum", "prod", "max", "min", "avg"};

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "kernels/cpu/isa.h"
-#include "kernels/datatypes.h"
+#include "braid/datatypes.h"
 #include "kernels/ops.h"
 #include "kernels/reduce.h"
 

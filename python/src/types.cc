@@ -1,6 +1,6 @@
 #include "types.h"
 
-#include "kernels/datatypes.h"
+#include "braid/datatypes.h"
 #include "module.h"
 
 #include <array>
@@ -34,7 +34,7 @@ constexpr std::array<OpName, 5> kOpNames{
 
 std::string dtypeChoices() {
   std::string s;
-  for (const kernels::DataType& type : kernels::kDataTypes)
+  for (const braid::DataType& type : braid::kDataTypes)
     s += (s.empty() ? "" : ", ") + std::string(type.numpyName);
   return s;
 }
@@ -48,7 +48,7 @@ ncclDataType_t parseDtype(py::handle value, const char* argName) {
                          " must be a dtype name (str) or braid.DataType, got " +
                          std::string(py::str(py::type::of(value).attr("__name__"))));
   const std::string name = value.cast<std::string>();
-  for (const kernels::DataType& type : kernels::kDataTypes)
+  for (const braid::DataType& type : braid::kDataTypes)
     if (type.numpyName == name) return type.type;
   for (const auto& entry : kDtypeAliases)
     if (entry.name == name) return entry.dtype;
@@ -70,12 +70,12 @@ ncclRedOp_t parseOp(py::handle value, const char* argName) {
 }
 
 size_t dtypeSize(ncclDataType_t dtype) {
-  const kernels::DataType* type = kernels::findDataType(dtype);
+  const braid::DataType* type = braid::findDataType(dtype);
   return type ? type->size : 8;
 }
 
 const char* dtypeName(ncclDataType_t dtype) {
-  const kernels::DataType* type = kernels::findDataType(dtype);
+  const braid::DataType* type = braid::findDataType(dtype);
   return type ? type->numpyName : "unknown";
 }
 
@@ -116,7 +116,7 @@ bool dtypeFromFormat(const std::string& format, size_t itemsize, ncclDataType_t*
 
 void registerTypes(py::module_& m) {
   py::enum_<ncclDataType_t> dataType(m, "DataType", "NCCL's element types (ncclDataType_t).");
-  for (const kernels::DataType& type : kernels::kDataTypes)
+  for (const braid::DataType& type : braid::kDataTypes)
     dataType.value(type.numpyName, type.type);
   py::enum_<ncclRedOp_t>(m, "ReduceOp", "NCCL's reduction operations (ncclRedOp_t).")
       .value("SUM", ncclSum)

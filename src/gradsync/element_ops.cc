@@ -3,7 +3,7 @@
 #include <bit>
 #include <cstring>
 
-#include "kernels/datatypes.h"
+#include "braid/datatypes.h"
 
 namespace braid::gradsync {
 
@@ -13,12 +13,12 @@ bool isGradientType(ncclDataType_t dtype) {
 }
 
 size_t elementSize(ncclDataType_t dtype) {
-  const kernels::DataType* type = kernels::findDataType(dtype);
+  const braid::DataType* type = braid::findDataType(dtype);
   return type ? type->size : 0;
 }
 
 std::string dtypeName(ncclDataType_t dtype) {
-  const kernels::DataType* type = kernels::findDataType(dtype);
+  const braid::DataType* type = braid::findDataType(dtype);
   return type ? type->name : "dtype(" + std::to_string(static_cast<int>(dtype)) + ")";
 }
 

@@ -12,7 +12,7 @@
 #include <random>
 
 #include "fault/fault_run.h"
-#include "kernels/datatypes.h"
+#include "braid/datatypes.h"
 #include "verifiable/element_codec.h"
 #include "verifiable/exact_inputs.h"
 
@@ -61,7 +61,7 @@ Op randomOp(std::mt19937_64& rng, int nranks) {
 // Runs one op on this rank and checks every element; false (with a failure) when wrong.
 bool runAndCheck(RankContext& ctx, ncclComm_t comm, const Op& o, int salt) {
   const int n = ctx.nranks(), me = ctx.rank();
-  const size_t es = kernels::dataType(o.dtype).size;
+  const size_t es = braid::dataType(o.dtype).size;
   const verifiable::ExactInputs inputs = inputsOf(o, n, salt);
   const bool gathers = o.coll == Coll::kAllGather, scatters = o.coll == Coll::kReduceScatter;
   const size_t inCount = scatters ? o.count * n : o.count;

@@ -13,7 +13,7 @@ namespace {
 // Per dtype: exactBits, minShift, maxShift, poison.
 DTypeInfo makeInfo(ncclDataType_t type, int exactBits, int minShift, int maxShift,
                    uint64_t poison) {
-  DTypeInfo info{kernels::dataType(type)};
+  DTypeInfo info{braid::dataType(type)};
   info.exactBits = exactBits;
   info.minShift = minShift;
   info.maxShift = maxShift;

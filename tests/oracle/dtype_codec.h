@@ -8,13 +8,13 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/datatypes.h"
+#include "braid/datatypes.h"
 #include "nccl.h"
 
 namespace braid::oracle {
 
 /// The library's dtype table entry (size, name, bit layout) and what the oracle adds to it.
-struct DTypeInfo : kernels::DataType {
+struct DTypeInfo : braid::DataType {
   /// Every integer in [-2^exactBits, 2^exactBits] is exactly representable.
   int exactBits = 0;
   /// Exponent shifts 2^j (j in [minShift, maxShift]) that keep every test value (including

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/datatypes.h"
+#include "braid/datatypes.h"
 #include "verifiable/element_codec.h"
 #include "verifiable/exact_inputs.h"
 #include "verifiable/input_words.h"
@@ -16,7 +16,7 @@ double roundTo(ncclDataType_t type, double value) {
 }
 
 bool isSigned(ncclDataType_t type) {
-  return kernels::dataType(type).isSigned;
+  return braid::dataType(type).isSigned;
 }
 
 // kExact: the shared generator's inputs (verifiable/exact_inputs.h), with its scalars 1 and 2.
@@ -54,7 +54,7 @@ const char* opName(Op op) {
 }
 
 bool isFloatType(ncclDataType_t type) {
-  return kernels::dataType(type).isFloat;
+  return braid::dataType(type).isFloat;
 }
 
 bool isWidenedType(ncclDataType_t type) {
@@ -63,11 +63,11 @@ bool isWidenedType(ncclDataType_t type) {
 }
 
 std::size_t typeBytes(ncclDataType_t type) {
-  return kernels::dataType(type).size;
+  return braid::dataType(type).size;
 }
 
 const char* typeName(ncclDataType_t type) {
-  return kernels::dataType(type).testsName;
+  return braid::dataType(type).testsName;
 }
 
 double premulScalar(const ValueSpec& spec, int rank) {

@@ -10,10 +10,10 @@
 namespace braid::verifiable {
 namespace {
 
-constexpr const FloatFormat& kHalfFormat = kernels::dataType(ncclFloat16).format;
-constexpr const FloatFormat& kBfloat16Format = kernels::dataType(ncclBfloat16).format;
-constexpr const FloatFormat& kE4m3Format = kernels::dataType(ncclFloat8e4m3).format;
-constexpr const FloatFormat& kE5m2Format = kernels::dataType(ncclFloat8e5m2).format;
+constexpr const FloatFormat& kHalfFormat = braid::dataType(ncclFloat16).format;
+constexpr const FloatFormat& kBfloat16Format = braid::dataType(ncclBfloat16).format;
+constexpr const FloatFormat& kE4m3Format = braid::dataType(ncclFloat8e4m3).format;
+constexpr const FloatFormat& kE5m2Format = braid::dataType(ncclFloat8e5m2).format;
 
 TEST(ElementCodec, HalfEncodings) {
   EXPECT_EQ(encodeFloat(kHalfFormat, 1.0), 0x3c00u);
@@ -69,7 +69,7 @@ TEST(ElementCodec, EveryEncodingRoundTrips) {
 
 TEST(ElementCodec, ElementsStoreAndLoad) {
   alignas(8) unsigned char buffer[64];
-  for (const kernels::DataType& type : kernels::kDataTypes) {
+  for (const braid::DataType& type : braid::kDataTypes) {
     std::memset(buffer, 0, sizeof(buffer));
     storeElement(buffer, 3, type.type, type.isSigned ? -5.0 : 5.0);
     EXPECT_EQ(loadElement(buffer, 3, type.type), type.isSigned ? -5.0 : 5.0) << type.name;
@@ -82,8 +82,8 @@ TEST(ElementCodec, ElementsStoreAndLoad) {
 
 TEST(ElementCodec, WideFormatsMatchTheHardware) {
   // The same layout code covers float and double: it must agree with the C++ conversions.
-  const FloatFormat& f32 = kernels::dataType(ncclFloat32).format;
-  const FloatFormat& f64 = kernels::dataType(ncclFloat64).format;
+  const FloatFormat& f32 = braid::dataType(ncclFloat32).format;
+  const FloatFormat& f64 = braid::dataType(ncclFloat64).format;
   for (double v : {1.0, -0.1, 3.0e38, 1.0e-40, 123456.789, 0.0}) {
     float f = static_cast<float>(v);
     std::uint32_t bits;

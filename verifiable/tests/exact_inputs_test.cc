@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/datatypes.h"
+#include "braid/datatypes.h"
 #include "verifiable/element_codec.h"
 #include "verifiable/input_words.h"
 
@@ -53,7 +53,7 @@ double reduceInAnyOrder(const ExactInputs& inputs, std::size_t index, std::mt199
 
 TEST(ExactInputs, AnyOrderGivesTheExactResultInEveryType) {
   std::mt19937 rng(5);
-  for (const kernels::DataType& type : kernels::kDataTypes) {
+  for (const braid::DataType& type : braid::kDataTypes) {
     for (Reduction reduction : kReductions) {
       for (int nranks : {1, 2, 3, 5, 8, 33}) {
         InputSpec spec{type.type, reduction, nranks, 11};
@@ -90,8 +90,8 @@ TEST(ExactInputs, ScaledFractionalAndBalancedInputsStayExact) {
         int fractions = 0;
         for (std::size_t i = 0; i < 300; ++i) {
           const double exact = inputs.reduced(i);
-          EXPECT_EQ(roundToType(type, exact), exact) << kernels::dataType(type).name;
-          EXPECT_EQ(reduceInAnyOrder(inputs, i, rng), exact) << kernels::dataType(type).name;
+          EXPECT_EQ(roundToType(type, exact), exact) << braid::dataType(type).name;
+          EXPECT_EQ(reduceInAnyOrder(inputs, i, rng), exact) << braid::dataType(type).name;
           const double v = inputs.value(nranks - 1, i);
           if (v != std::floor(v)) ++fractions;  // an odd integer times a negative power of two
         }

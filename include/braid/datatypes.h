@@ -8,7 +8,7 @@
 
 #include "nccl.h"
 
-namespace braid::kernels {
+namespace braid {
 
 /// Bit layout of a binary floating-point format (sign, exponentBits, mantissaBits).
 struct FloatFormat {
@@ -65,4 +65,4 @@ static_assert([] {
   return true;
 }());
 
-}  // namespace braid::kernels
+}  // namespace braid
