@@ -5,6 +5,7 @@
 
 #include "algorithms/primitives.h"
 #include "algorithms/rank_order.h"
+#include "util/log.h"
 #include "util/status.h"
 
 namespace braid {
@@ -107,7 +108,11 @@ ncclResult_t zeroCopyBarrier(Context& ctx, const CollArgs& args) {
 }
 
 ncclResult_t zeroCopyFallback(Context& ctx, const CollArgs& args, const Algorithm* ring) {
-  return (ctx.fallback ? ctx.fallback : ring)->run(args, ctx);
+  const Algorithm* other = ctx.fallback ? ctx.fallback : ring;
+  BRAID_INFO(kSubsysColl, "%s #%llu: buffers not registered on every rank, %s runs it",
+             collName(args.coll), static_cast<unsigned long long>(args.fingerprint.seq()),
+             other->name());
+  return other->run(args, ctx);
 }
 
 }  // namespace braid

@@ -15,6 +15,7 @@
 #include "braid/braid.h"
 #include "braid/gradsync.h"
 #include "gradsync/bucket_assignment.h"
+#include "gradsync/shared_buffer.h"
 #include "nccl.h"
 
 namespace braid::gradsync {
@@ -71,8 +72,8 @@ struct BucketState {
   ncclDataType_t wireType = ncclFloat32;  ///< what ncclAllReduce gets (== dtype when native)
   size_t count = 0;
   size_t elementBytes = 0;
-  AlignedBuffer storage;      ///< the flat bucket (the gradients themselves with views)
-  AlignedBuffer wire;         ///< fp16/bf16 copy of an fp32 bucket
+  SharedBuffer storage;       ///< the flat bucket (the gradients themselves with views)
+  SharedBuffer wire;          ///< fp16/bf16 copy of an fp32 bucket
   AlignedBuffer accumulator;  ///< with views: local sums of no-sync steps
   int pending = 0;            ///< gradients not yet marked ready in this synced step
   bool launched = false;

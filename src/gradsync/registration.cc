@@ -113,11 +113,11 @@ std::vector<std::unique_ptr<BucketState>> Engine::buildBuckets(
       bucket->offsets.push_back(bucket->count);
       bucket->count += gradients_[g].user.count;
     }
-    bucket->storage.allocate(bucket->count * bucket->elementBytes);
+    bucket->storage.allocate(comm_, bucket->count * bucket->elementBytes);
     bucket->wireType = bucket->dtype;
     if (bucket->dtype == ncclFloat32 && options_.wire != WireFormat::kNative) {
       bucket->wireType = options_.wire == WireFormat::kFloat16 ? ncclFloat16 : ncclBfloat16;
-      bucket->wire.allocate(bucket->count * sizeof(uint16_t));
+      bucket->wire.allocate(comm_, bucket->count * sizeof(uint16_t));
     }
     bucket->pending = static_cast<int>(bucket->gradients.size());
     buckets.push_back(std::move(bucket));

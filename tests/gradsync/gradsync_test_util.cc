@@ -112,6 +112,8 @@ std::string fmt(double v) {
   return text;
 }
 
+}  // namespace
+
 void runSteps(test::RankContext& ctx, ncclComm_t comm, const Scenario& s) {
   const int n = ctx.nranks(), me = ctx.rank();
   const int gradients = static_cast<int>(s.model.size());
@@ -190,8 +192,6 @@ void runSteps(test::RankContext& ctx, ncclComm_t comm, const Scenario& s) {
     }
   }
 }
-
-}  // namespace
 
 void runScenario(test::RankContext& ctx, const Scenario& s) {
   ncclComm_t comm = ctx.initComm();

@@ -62,6 +62,8 @@ struct Scenario {
 /// Runs `scenario` on this rank; every problem goes to ctx.fail with the gradient, element and
 /// values named.
 void runScenario(test::RankContext& ctx, const Scenario& scenario);
+/// The same on a communicator the caller made (and destroys).
+void runSteps(test::RankContext& ctx, ncclComm_t comm, const Scenario& scenario);
 
 /// Registers `model` (names "g0", "g1", ...) and finalizes; false (with ctx.fail) on error.
 bool registerModel(test::RankContext& ctx, GradSync& sync, const std::vector<GradSpec>& model,

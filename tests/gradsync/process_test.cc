@@ -6,6 +6,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "gradsync/gradsync_test_util.h"
 
@@ -36,6 +39,41 @@ TEST(GradSyncProcesses, Averages) {
         3, [&](RankContext& ctx) { runScenario(ctx, *s); }, quick());
     BRAID_EXPECT_ALL_RANKS_OK(report);
   }
+}
+
+// Buckets live in shared memory registered with the communicator, so once a bucket reaches the
+// zero-copy size (lowered here to one KiB) its allreduce reads every rank's bucket where it lies,
+// with the averages as exact as through the FIFOs. Each rank's log names the algorithm of every
+// collective it ran, and says when ZeroCopy found a buffer unregistered and handed the call on.
+TEST(GradSyncProcesses, BucketsAreReadInPlace) {
+  Scenario s;
+  s.model = {{4099, ncclFloat32}, {1031, ncclFloat32}};  // one bucket of 5130 floats
+  s.options.firstBucketCapBytes = 1 << 20;
+  s.options.bucketCapBytes = 1 << 20;
+  char dir[] = "/tmp/braid-gradsync-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  test::RunOptions options = quick();
+  options.env.push_back({"BRAID_ZERO_COPY_MIN_BYTES", "1024"});
+  options.env.push_back({"NCCL_DEBUG", "INFO"});
+  options.env.push_back({"NCCL_DEBUG_SUBSYS", "COLL"});
+  options.env.push_back({"NCCL_DEBUG_FILE", std::string(dir) + "/rank.%p"});
+  auto report = test::runProcesses(
+      3, [&](RankContext& ctx) { runScenario(ctx, s); }, options);
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+  int buckets = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream log(entry.path());
+    for (std::string line; std::getline(log, line);) {
+      EXPECT_EQ(line.find("not registered"), std::string::npos) << line;
+      if (line.find("AllReduce:") == std::string::npos ||
+          line.find("count 5130 ") == std::string::npos)
+        continue;
+      buckets++;
+      EXPECT_NE(line.find("algorithm ZeroCopy"), std::string::npos) << line;
+    }
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(buckets, 3 * 3) << "every rank's bucket, in each of the three steps";
 }
 
 TEST(GradSyncProcesses, ModelMismatchFailsEveryRank) {
