@@ -8,6 +8,7 @@
 #include "algorithms/algorithm_registry.h"
 #include "transports/mailbox.h"
 #include "tuner/algo_filter.h"
+#include "util/log.h"
 #include "util/status.h"
 
 namespace braid {
@@ -45,18 +46,7 @@ class Tuner::Adaptation final : public AdaptiveChoice::Host {
   }
 
   ncclResult_t agree(double* totals, int n) override {
-    CollArgs sum;
-    sum.coll = CollType::kAllReduce;
-    sum.sendbuff = totals;
-    sum.recvbuff = totals;
-    sum.count = static_cast<size_t>(n);
-    sum.elemSize = sizeof(double);
-    sum.op.dtype = ncclFloat64;
-    sum.op.op = kernels::BaseOp::kSum;
-    tuner_.agreeing_ = true;
-    ncclResult_t r = runner_.runInternal(sum);
-    tuner_.agreeing_ = false;
-    return r;
+    return tuner_.runAgreement(runner_, totals, n, kernels::BaseOp::kSum);
   }
 
  private:
@@ -72,6 +62,50 @@ void Tuner::configure(const CommCostModel& model, const CommConfig& config, int 
   nranks_ = nranks;
   cache_.fill(Ranked{});
   adaptive_.configure(config.adaptCalls);
+  memoryLinks_ = model.link != LinkClass::kTcp && nranks > 1;
+  contended_ = false;
+  calls_ = waitsSeen_ = unspunSeen_ = 0;
+}
+
+ncclResult_t Tuner::runAgreement(InternalRunner& runner, double* values, int n,
+                                 kernels::BaseOp op) {
+  CollArgs args;
+  args.coll = CollType::kAllReduce;
+  args.sendbuff = values;
+  args.recvbuff = values;
+  args.count = static_cast<size_t>(n);
+  args.elemSize = sizeof(double);
+  args.op.dtype = ncclFloat64;
+  args.op.op = op;
+  agreeing_ = true;
+  ncclResult_t r = runner.runInternal(args);
+  agreeing_ = false;
+  return r;
+}
+
+CommCostModel Tuner::modelNow() const {
+  CommCostModel m = model_;
+  // Contended cores behave as more ranks than cores: every step waits for a peer to be run.
+  if (contended_) m.oversubscribe = std::max(m.oversubscribe, 1.5);
+  return m;
+}
+
+ncclResult_t Tuner::observe(const Context& ctx, InternalRunner& runner) {
+  if (!memoryLinks_ || agreeing_ || ++calls_ % kContentionCalls != 0) return ncclSuccess;
+  const WaitPolicy& p = ctx.team.policy;
+  const uint64_t waits = p.waits - waitsSeen_, unspun = p.unspun - unspunSeen_;
+  waitsSeen_ = p.waits;
+  unspunSeen_ = p.unspun;
+  // The most contended rank speaks for all: one rank whose peer keeps losing its core slows
+  // every step of every rank.
+  double share = waits ? static_cast<double>(unspun) / static_cast<double>(waits) : 0.0;
+  BRAID_TRY(runAgreement(runner, &share, 1, kernels::BaseOp::kMax));
+  const bool was = contended_;
+  contended_ = contended_ ? share > kFreeBelow : share > kContendedAbove;
+  if (contended_ != was)
+    BRAID_INFO(kSubsysTune, "%.0f%% of the waits outlasted their spin: the cores are %s",
+               100 * share, contended_ ? "contended" : "free again");
+  return ncclSuccess;
 }
 
 Tuner::Ranked& Tuner::rank(const Context& ctx, const CollArgs& args) {
@@ -79,11 +113,15 @@ Tuner::Ranked& Tuner::rank(const Context& ctx, const CollArgs& args) {
   Ranked& r = cache_[(bytes ^ (bytes >> 9) ^ (static_cast<size_t>(args.coll) * 7919) ^
                       (args.device ? 0x5bd1e995u : 0)) %
                      cache_.size()];
-  if (r.valid && r.coll == args.coll && r.bytes == bytes && r.device == args.device) return r;
+  if (r.valid && r.coll == args.coll && r.bytes == bytes && r.device == args.device &&
+      r.contended == contended_)
+    return r;
   r = Ranked{};
   r.coll = args.coll;
   r.bytes = bytes;
   r.device = args.device;
+  r.contended = contended_;
+  const CommCostModel model = modelNow();
   // Whether `a` may run the call: NCCL_ALGO and NCCL_PROTO allow it (Self needs no leave) and it
   // supports the call.
   auto usable = [&](const Algorithm* a) {
@@ -101,14 +139,14 @@ Tuner::Ranked& Tuner::rank(const Context& ctx, const CollArgs& args) {
     for (const Algorithm* a : algos)
       if (strcasecmp(a->name(), name) == 0 && usable(a)) {
         r.usable.push_back(a);
-        r.us.push_back(estimateCollectiveUs(model_, nranks_, sized, a->name()));
+        r.us.push_back(estimateCollectiveUs(model, nranks_, sized, a->name()));
       }
   r.preferred = !r.usable.empty();
   // The rest by the model's estimate (ties in registry order).
   std::vector<std::pair<double, const Algorithm*>> costs;
   for (const Algorithm* a : algos)
     if (!alwaysPreferred(a) && usable(a))
-      costs.push_back({estimateCollectiveUs(model_, nranks_, sized, a->name()), a});
+      costs.push_back({estimateCollectiveUs(model, nranks_, sized, a->name()), a});
   std::stable_sort(costs.begin(), costs.end(),
                    [](const auto& x, const auto& y) { return x.first < y.first; });
   for (const auto& [us, a] : costs) {
@@ -124,13 +162,15 @@ bool Tuner::adapts(const CollArgs& args) const {
   // identical calls, and with more ranks than cores it is mostly the scheduler's (at 3-4 ranks
   // on 2 cores exploring chose 1.2-2.6x slower algorithms than the model). There the model's
   // choices held in every sweep.
-  return !agreeing_ && !args.device && args.coll == CollType::kAllReduce &&
+  return !agreeing_ && !contended_ && !args.device && args.coll == CollType::kAllReduce &&
          model_.link != LinkClass::kTcp && model_.oversubscribe <= 1 && nranks_ >= 2;
 }
 
 ncclResult_t Tuner::choose(const Context& ctx, const CollArgs& args, InternalRunner& runner,
                            Choice* out) {
   *out = Choice{};
+  if (agreeing_) return chooseForAgreement(ctx, args, out);
+  BRAID_TRY(observe(ctx, runner));
   Ranked& r = rank(ctx, args);
   if (r.usable.empty()) return noneLeft(args);
   out->algorithm = r.usable[0];
@@ -144,6 +184,20 @@ ncclResult_t Tuner::choose(const Context& ctx, const CollArgs& args, InternalRun
     if (entry && entry->timing >= 0) out->timed = entry;
   }
   last_.store(out->algorithm->name(), std::memory_order_relaxed);
+  return ncclSuccess;
+}
+
+ncclResult_t Tuner::chooseForAgreement(const Context& ctx, const CollArgs& args, Choice* out) {
+  // The tuner's own agreements reduce a few words on the stack: the quickest one-shot that
+  // applies, whatever NCCL_ALGO says of the user's calls (ZeroCopy would only exchange
+  // descriptors to find them unregistered, and start its quiet period for the user's calls).
+  for (const Algorithm* a : {selfCollective(), lowLatencyAllReduce(), directAllReduce()}) {
+    if (a->supports(args, ctx)) {
+      out->algorithm = a;
+      return ncclSuccess;
+    }
+  }
+  out->algorithm = ringAllReduce();
   return ncclSuccess;
 }
 
@@ -169,7 +223,8 @@ ncclResult_t Tuner::noneLeft(const CollArgs& args) const {
 
 double Tuner::estimateUs(const Context& ctx, const CollArgs& args) {
   const Ranked& r = rank(ctx, args);
-  return r.usable.empty() ? 0.0 : estimateCollectiveUs(model_, nranks_, args, r.usable[0]->name());
+  return r.usable.empty() ? 0.0
+                          : estimateCollectiveUs(modelNow(), nranks_, args, r.usable[0]->name());
 }
 
 double Tuner::estimateP2pUs(size_t transfers, size_t bytes) const {

@@ -5,6 +5,13 @@
 // model's inputs are the same on every rank (comm init passes rank 0's constants), so every rank
 // makes the same choice. One Tuner per communicator, with one cache: a size's ranking, choice
 // and fallback are worked out once and looked up after that.
+//
+// The cores a communicator has at init are not the cores it has later: a training step keeps
+// every core busy, and launchers pin nothing. Every kContentionCalls collectives the ranks agree
+// (an allreduce of each rank's figure) on how contended their cores are now, from their waits:
+// the share of waits that spinning did not end (util/wait.h). While most did not, the model
+// ranks with the shared-cores constants and the adaptive choice rests, whose timings the
+// scheduler would decide.
 #pragma once
 
 #include <array>
@@ -18,6 +25,13 @@
 #include "tuner/cost_model.h"
 
 namespace braid {
+
+/// Collectives between the ranks' agreements on how contended their cores are.
+constexpr uint64_t kContentionCalls = 256;
+/// The share of a rank's waits that spinning did not end above which its cores count as
+/// contended, and below which they count as free again (apart, so the mode does not flap).
+constexpr double kContendedAbove = 0.5;
+constexpr double kFreeBelow = 0.2;
 
 /// Runs a collective of the tuner's own (the adaptive choice's agreement) on the communicator
 /// whose call is being chosen, before that call; the executor provides it.
@@ -60,6 +74,8 @@ class Tuner {
   double estimateP2pUs(size_t transfers, size_t bytes) const;
   /// The algorithm of the last collective chosen (braidCommGetLastAlgorithm); null before one.
   const char* lastAlgorithm() const { return last_.load(std::memory_order_relaxed); }
+  /// Whether the ranks last agreed that their cores are contended.
+  bool contended() const { return contended_; }
 
  private:
   /// A size's worked-out answer: the usable algorithms in the model's order (preferred ones
@@ -69,6 +85,7 @@ class Tuner {
     CollType coll = CollType::kAllReduce;
     size_t bytes = 0;
     bool device = false;
+    bool contended = false;
     std::vector<const Algorithm*> usable;
     std::vector<double> us;
     bool preferred = false;  ///< usable[0] is always-preferred (no adaptation, no near list)
@@ -78,6 +95,12 @@ class Tuner {
   Ranked& rank(const Context& ctx, const CollArgs& args);
   bool adapts(const CollArgs& args) const;
   ncclResult_t noneLeft(const CollArgs& args) const;
+  ncclResult_t chooseForAgreement(const Context& ctx, const CollArgs& args, Choice* out);
+  /// The model the ranking uses now (the shared-cores constants while contended).
+  CommCostModel modelNow() const;
+  /// Every kContentionCalls calls: the ranks' agreement on contention (see above).
+  ncclResult_t observe(const Context& ctx, InternalRunner& runner);
+  ncclResult_t runAgreement(InternalRunner& runner, double* values, int n, kernels::BaseOp op);
 
   CommCostModel model_;
   std::string algo_, proto_;
@@ -86,6 +109,10 @@ class Tuner {
   AdaptiveChoice adaptive_;
   bool agreeing_ = false;  ///< the agreement itself runs the model's choice
   std::atomic<const char*> last_{nullptr};
+  bool memoryLinks_ = false;  ///< every rank's peers share memory: contention is watched
+  bool contended_ = false;
+  uint64_t calls_ = 0;
+  uint64_t waitsSeen_ = 0, unspunSeen_ = 0;
 };
 
 }  // namespace braid

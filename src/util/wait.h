@@ -61,6 +61,10 @@ struct WaitPolicy {
   /// whenever it did. Only the thread that owns the policy's communicator waits with it.
   mutable int spinNow = -1;
   StallObserver* stall = nullptr;  ///< the running operation's mismatch watch, if any
+  /// Waits that found nothing ready, and those of them that spinning did not end (the peer was
+  /// on this core or not running): how contended the cores are now, as the tuner reads it.
+  mutable uint64_t waits = 0;
+  mutable uint64_t unspun = 0;
 
   /// Polls a wait may spend before it sleeps.
   int spinBudget() const { return spinNow >= 0 ? spinNow : spinIters; }
@@ -104,6 +108,7 @@ template <class Ready>
 inline ncclResult_t waitUntil(const WaitPolicy& policy, const WakeWord& w, const Ready& ready,
                               LivenessCheck* peer, const char* what) {
   if (ready()) return ncclSuccess;
+  policy.waits++;
   const bool peerHere = peerOnThisCore(w);
   if (!peerHere) {
     const int budget = policy.spinBudget();
@@ -116,6 +121,7 @@ inline ncclResult_t waitUntil(const WaitPolicy& policy, const WakeWord& w, const
     }
     policy.spinFailed(budget);
   }
+  policy.unspun++;
   return detail::waitSlow(
       policy, w, [](const void* r) { return (*static_cast<const Ready*>(r))(); }, &ready, peer,
       what, peerHere);

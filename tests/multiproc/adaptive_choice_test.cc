@@ -10,7 +10,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -111,6 +114,37 @@ TEST_F(AdaptiveChoice, OffOrOneAlgorithmAllowedRunsOneAlgorithm) {
     EXPECT_EQ(report.valuesOf("distinct"), (std::vector<std::string>{"1", "1"}))
         << "BRAID_TUNER_ADAPT=" << adapt << " NCCL_ALGO=" << (algo ? algo : "");
   }
+}
+
+// Two ranks on one core: nearly every wait finds its peer on the waiter's own core, so at the
+// ranks' first agreement on contention (after 256 collectives) every rank's log says so.
+TEST(Contention, RanksOnOneCoreAgreeTheCoresAreContended) {
+  char dir[] = "/tmp/braid-contention-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  RunOptions options = optionsWith("0");
+  options.env.push_back({"NCCL_DEBUG", "INFO"});
+  options.env.push_back({"NCCL_DEBUG_SUBSYS", "TUNING"});
+  options.env.push_back({"NCCL_DEBUG_FILE", std::string(dir) + "/rank.%p"});
+  RunReport report = runProcesses(
+      2,
+      [](RankContext& ctx) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(0, &one);
+        if (sched_setaffinity(0, sizeof(one), &one) != 0) ctx.fail("cannot pin to CPU 0");
+        runAndReportAlgorithms(ctx);
+      },
+      options);
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+  int saying = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream log(entry.path());
+    std::stringstream text;
+    text << log.rdbuf();
+    saying += text.str().find("the cores are contended") != std::string::npos;
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(saying, 2) << "ranks whose log says the cores are contended";
 }
 
 }  // namespace
