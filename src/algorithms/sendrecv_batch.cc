@@ -148,8 +148,8 @@ static ncclResult_t runBatch(Context& ctx, const std::vector<Transfer>& ops, boo
       cpuRelax();
       continue;
     }
-    // Spinning did not pay this time (the floor it keeps took a 2-rank 8-byte send/recv from
-    // 18 us to 1.7).
+    // Spinning did not pay this time: the budget shrinks, down to its floor (util/wait.h), which
+    // still lets a peer that is running answer before this rank sleeps.
     if (idle == budget) ctx.policy().spinFailed(budget);
     if (ctx.policy().abort && ctx.policy().abort->load())
       return fail(ncclInvalidUsage, "point-to-point: communicator aborted");

@@ -26,9 +26,9 @@ bool zeroCopyCandidate(const Context& ctx, size_t bytes);
 /// After a descriptor round finds a buffer unregistered, this many collectives of the
 /// communicator skip the round (zeroCopyExchange reports "not usable" at once, and the call
 /// falls back to the FIFO algorithm the selector picks). The round costs a synchronisation of every
-/// rank (1.12-1.25x at 1-16 MiB on 2-3 ranks of the 2-core VM), which a program that never
-/// registers would otherwise pay on every large call; one that registers later waits at most
-/// this many calls for ZeroCopy. The executor counts the calls down, the same on every rank.
+/// rank, which a program that never registers would otherwise pay on every large call
+/// (docs/performance.md, "Zero-copy"); one that registers later waits at most this many calls
+/// for ZeroCopy. The executor counts the calls down, the same on every rank.
 constexpr uint32_t kZeroCopyQuietCalls = 16;
 
 /// Sends every peer the descriptors of this rank's buffers and receives theirs; on success

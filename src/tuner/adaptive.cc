@@ -24,14 +24,13 @@ ncclResult_t AdaptiveChoice::select(size_t bytes, Host& host, const Algorithm** 
   if (e.candidates < 2) return ncclSuccess;
   // Each candidate in a block of consecutive calls: the first few absorb the switch (a rank that
   // runs ahead into the next call only does so once the previous ones are in the same rhythm),
-  // the others are timed. Call by call, or one untimed and six timed, Direct measured twice its
-  // time in a row at 128 KiB on two cores and lost to a ring 1.35x slower.
+  // the others are timed. Alternating call by call, or timing almost every call of a short block,
+  // measures the switch rather than the algorithm.
   const uint32_t block = kAdaptWarmCalls + kAdaptExploreCalls;
   const uint32_t explore = block * static_cast<uint32_t>(e.candidates);
   if (e.call == explore && !e.warm) {
-    // A size's first calls run cold (slot pages touched for the first time: Direct's first five
-    // calls at 256 KiB took 190 us, its later ones 40), so the first pass only warms every
-    // candidate up, and the second decides.
+    // A size's first calls run cold (slot pages touched for the first time), so the first pass
+    // only warms every candidate up, and the second decides.
     e.warm = true;
     e.call = 0;
     e.timed.fill(0);
@@ -58,9 +57,8 @@ void AdaptiveChoice::record(Entry* entry, double us) {
 ncclResult_t AdaptiveChoice::agree(Host& host, Entry& e) {
   // Each rank's mean call of each candidate, summed over the ranks. The mean, because calls in
   // a row overlap (a rank that finished its part starts the next call while a peer still reads
-  // its slot), so the mean is what the calls cost in a row; the median, or the fastest, missed
-  // it: at 128 KiB on two cores they picked the ring, and Direct ran 1.4x faster in a row. The
-  // block's untimed first call keeps the wait after work between calls out.
+  // its slot), so the mean is what the calls cost in a row, which the median or the fastest call
+  // misses. The block's untimed first calls keep the switch between candidates out.
   std::array<double, kAdaptMaxCandidates> total{};
   for (int k = 0; k < e.candidates; k++) {
     const auto c = static_cast<size_t>(k);

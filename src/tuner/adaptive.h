@@ -1,8 +1,8 @@
 // Online choice among the cost model's near candidates, for allreduce between ranks that share
 // memory (docs/performance.md, "Adaptive choice"). The model's estimates are fixed at init, but
 // on a virtual machine the cost of handing a slot from one core to another drifts over seconds
-// (by 3-10x on the reference VM), and the fastest of two algorithms the model sees within 2x of
-// each other flips with it. So per message size, each epoch of calls (BRAID_TUNER_ADAPT, 2048)
+// (docs/performance.md, "Two kinds of run"), and the fastest of two algorithms the model sees
+// close to each other flips with it. So per message size, each epoch of calls (BRAID_TUNER_ADAPT, 2048)
 // starts with a few calls of every near candidate in turn, timed; one small allreduce then sums
 // every rank's mean call of each, and the candidate with the least total runs for the rest of
 // the epoch.
@@ -27,8 +27,8 @@ class Algorithm;
 /// At most this many candidates take turns (the cheapest estimates first).
 constexpr int kAdaptMaxCandidates = 4;
 /// A candidate's estimate is at most this many times the best one's. Wide, because the model's
-/// error is what adaptation corrects: at 2 pinned ranks the ring, 1.9x Direct's estimate at
-/// 16 KiB, runs 1.4x faster than Direct in the VM's faster spells.
+/// error is what adaptation corrects: in a VM's faster spells an algorithm estimated at nearly
+/// twice another's time can be the faster of the two.
 constexpr double kAdaptSpread = 2.5;
 /// Calls of each candidate at the start of an epoch: untimed, then timed.
 constexpr uint32_t kAdaptWarmCalls = 4;

@@ -51,8 +51,8 @@ void measureKernels(CalibrationFigures* f) {
   std::vector<float> a(kFloats, 1.0f), b(kFloats, 2.0f), out(kFloats);
   kernels::ReduceOp sum;  // float sum
   const double bytes = kFloats * sizeof(float);
-  // Best of many: a 4 MiB pass takes 0.1-0.3 ms, and single passes on the 2-core VM ranged over
-  // 2.5x (19-48 GB/s copy) as the host's neighbours came and went.
+  // Best of many: a 4 MiB pass is a fraction of a millisecond, and on a shared host single
+  // passes vary severalfold as the neighbours come and go.
   constexpr int kRuns = 24;
   f->copyGbps = bytes /
                 bestSeconds(kRuns, [&] { kernels::copy(out.data(), nullptr, a.data(), bytes); }) /
@@ -200,8 +200,8 @@ void measureTcpPinned(CalibrationFigures* f) {
 }
 
 // Both ends run on threads of their own, pinned to two different CPUs where there are two:
-// unpinned, the ping-pong on the 2-core VM was bimodal (8 us one way when the scheduler put both
-// threads on one core, 23-30 us across cores), and so was every constant derived from it.
+// unpinned, the ping-pong is bimodal (one core when the scheduler puts both threads there, two
+// otherwise), and so is every constant derived from it.
 void measureTcp(CalibrationFigures* f) {
   std::thread measurer([f] {
     pinToAllowedCpu(0);
@@ -228,9 +228,9 @@ LinkCosts linkCostsFromFigures(const CalibrationFigures& f) {
     c.shm.gbps = kShmGbpsPerCopyGbps * f.copyGbps;
   }
   // The thread ping-pong is logged, not used: on a host with more ranks than cores it is
-  // bimodal (a cache line's 0.07 us when the two threads have cores of their own, a context
-  // switch's 2 us when they share one), and a shared-memory step costs mostly its software path,
-  // which the built-in alpha already measures.
+  // bimodal (a cache line's transfer when the two threads have cores of their own, a context
+  // switch when they share one), and a shared-memory step costs mostly its software path, which
+  // the built-in alpha already measures.
   if (f.tcpOneWayUs > 0) c.tcp.alphaUs = kTcpStepPerOneWay * f.tcpOneWayUs;
   if (f.tcpGbps > 0) c.tcp.gbps = kTcpGbpsPerStreamGbps * f.tcpGbps;
   return c;

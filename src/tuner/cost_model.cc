@@ -149,9 +149,9 @@ bool parseLinkCosts(const std::string& text, LinkCosts* costs, std::string* erro
 
 LinkCosts defaultLinkCosts() {
   LinkCosts c;
-  // What the calibration measures on the 2-core reference VM (docs/performance.md, "Tuner"):
-  // copy 45 GB/s and reduce 22.5 GB/s (4 MiB, best of 24), TCP loopback 7.1 us one way and
-  // 3 GB/s (two pinned threads); the shm alpha is the ring's step on shared cores, 1.6 us.
+  // What the calibration measures on the reference machine (docs/performance.md, "Where the
+  // constants come from"; the figures: docs/results.md): kernels' copy and reduce at 4 MiB, TCP
+  // loopback between two pinned threads; the shm alpha is the ring's step on shared cores.
   c.local = {1.2, 12.6, 22.5};
   c.shm = {1.6, 10.8, 22.5};
   c.tcp = {57.0, 1.5, 22.5};

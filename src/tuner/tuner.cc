@@ -158,10 +158,10 @@ Tuner::Ranked& Tuner::rank(const Context& ctx, const CollArgs& args) {
 }
 
 bool Tuner::adapts(const CollArgs& args) const {
-  // Only where a call's time is the algorithm's: over TCP one call varies by a third between
-  // identical calls, and with more ranks than cores it is mostly the scheduler's (at 3-4 ranks
-  // on 2 cores exploring chose 1.2-2.6x slower algorithms than the model). There the model's
-  // choices held in every sweep.
+  // Only where a call's time is the algorithm's: over TCP one call varies widely between
+  // identical calls, and with more ranks than cores, or contended cores, it is mostly the
+  // scheduler's; exploring there picks algorithms the model rightly ranks behind
+  // (docs/performance.md, "Adaptive choice").
   return !agreeing_ && !contended_ && !args.device && args.coll == CollType::kAllReduce &&
          model_.link != LinkClass::kTcp && model_.oversubscribe <= 1 && nranks_ >= 2;
 }
