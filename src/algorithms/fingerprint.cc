@@ -5,6 +5,7 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/algorithm_registry.h"
+#include "braid/datatypes.h"
 
 namespace braid {
 namespace {
@@ -36,10 +37,10 @@ const char* kindName(OpKind k) {
   return static_cast<size_t>(k) < kNumCollectives ? collName(static_cast<CollType>(k)) : "unknown";
 }
 
+// As nccl-tests names them ("half", "float"): what users of the perf programs read.
 const char* dtypeName(int dtype) {
-  static const char* const kNames[] = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
-                                       "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
-  return dtype >= 0 && dtype < 12 ? kNames[dtype] : "unknown-type";
+  const DataType* t = findDataType(dtype);
+  return t ? t->testsName : "unknown-type";
 }
 
 const char* opName(uint64_t op) {
