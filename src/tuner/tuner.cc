@@ -65,6 +65,7 @@ void Tuner::configure(const CommCostModel& model, const CommConfig& config, int 
   memoryLinks_ = model.link != LinkClass::kTcp && nranks > 1;
   contended_ = false;
   calls_ = waitsSeen_ = unspunSeen_ = 0;
+  freeSpinIters_ = -1;
 }
 
 ncclResult_t Tuner::runAgreement(InternalRunner& runner, double* values, int n,
@@ -92,7 +93,7 @@ CommCostModel Tuner::modelNow() const {
 
 ncclResult_t Tuner::observe(const Context& ctx, InternalRunner& runner) {
   if (!memoryLinks_ || agreeing_ || ++calls_ % kContentionCalls != 0) return ncclSuccess;
-  const WaitPolicy& p = ctx.team.policy;
+  const WaitPolicy& p = ctx.team.policy;  // (counted by every wait of this communicator)
   const uint64_t waits = p.waits - waitsSeen_, unspun = p.unspun - unspunSeen_;
   waitsSeen_ = p.waits;
   unspunSeen_ = p.unspun;
@@ -102,6 +103,10 @@ ncclResult_t Tuner::observe(const Context& ctx, InternalRunner& runner) {
   BRAID_TRY(runAgreement(runner, &share, 1, kernels::BaseOp::kMax));
   const bool was = contended_;
   contended_ = contended_ ? share > kFreeBelow : share > kContendedAbove;
+  WaitPolicy& policy = ctx.team.policy;
+  if (freeSpinIters_ < 0) freeSpinIters_ = policy.spinIters;
+  policy.spinIters = contended_ ? std::min(freeSpinIters_, kContendedSpinPolls) : freeSpinIters_;
+  policy.spinNow = std::min(policy.spinBudget(), policy.spinIters);
   if (contended_ != was)
     BRAID_INFO(kSubsysTune, "%.0f%% of the waits outlasted their spin: the cores are %s",
                100 * share, contended_ ? "contended" : "free again");

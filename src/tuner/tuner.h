@@ -10,8 +10,8 @@
 // every core busy, and launchers pin nothing. Every kContentionCalls collectives the ranks agree
 // (an allreduce of each rank's figure) on how contended their cores are now, from their waits:
 // the share of waits that spinning did not end (util/wait.h). While most did not, the model
-// ranks with the shared-cores constants and the adaptive choice rests, whose timings the
-// scheduler would decide.
+// ranks with the shared-cores constants, the adaptive choice rests, whose timings the scheduler
+// would decide, and waits spin briefly (kContendedSpinPolls).
 #pragma once
 
 #include <array>
@@ -32,6 +32,9 @@ constexpr uint64_t kContentionCalls = 256;
 /// contended, and below which they count as free again (apart, so the mode does not flap).
 constexpr double kContendedAbove = 0.5;
 constexpr double kFreeBelow = 0.2;
+/// The most a wait spins while the cores are contended (about seven microseconds): on a host with
+/// no core to spare, a spin that pays still takes its time from the rank's own computation.
+constexpr int kContendedSpinPolls = 256;
 
 /// Runs a collective of the tuner's own (the adaptive choice's agreement) on the communicator
 /// whose call is being chosen, before that call; the executor provides it.
@@ -113,6 +116,7 @@ class Tuner {
   bool contended_ = false;
   uint64_t calls_ = 0;
   uint64_t waitsSeen_ = 0, unspunSeen_ = 0;
+  int freeSpinIters_ = -1;  ///< the team's spin ceiling while the cores are free
 };
 
 }  // namespace braid
