@@ -317,5 +317,31 @@ TEST(Timeout, BadArgumentsAreRejectedWithTheirValue) {
   EXPECT_EQ(braidCommDumpFlightRecorder(comm), ncclInvalidArgument);  // destroyed
 }
 
+// BRAID_TIMEOUT_S takes fractions of a second (the tests' deadlines), and a value that is not a
+// finite number of seconds >= 0 is refused by name rather than becoming no deadline at all.
+TEST(Timeout, EnvironmentTakesFractionsAndRefusesTheRest) {
+  const char* saved = getenv("BRAID_TIMEOUT_S");
+  const std::string restore = saved ? saved : "";
+  setenv("BRAID_TIMEOUT_S", "0.25", 1);
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclCommInitAll(&comm, 1, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  double t = -1;
+  ASSERT_EQ(braidCommGetTimeout(comm, &t), ncclSuccess);
+  EXPECT_EQ(t, 0.25);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  for (const char* bad : {"-0.5", "nan"}) {
+    setenv("BRAID_TIMEOUT_S", bad, 1);
+    comm = nullptr;
+    EXPECT_EQ(ncclCommInitAll(&comm, 1, nullptr), ncclInvalidArgument) << bad;
+    EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("BRAID_TIMEOUT_S="), std::string::npos)
+        << ncclGetLastError(nullptr);
+    if (comm) ncclCommDestroy(comm);
+  }
+  if (saved)
+    setenv("BRAID_TIMEOUT_S", restore.c_str(), 1);
+  else
+    unsetenv("BRAID_TIMEOUT_S");
+}
+
 }  // namespace
 }  // namespace braid::test
