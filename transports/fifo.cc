@@ -21,8 +21,10 @@ FifoControl* fifoInit(void* mem, uint32_t nslots, size_t slotBytes) {
   auto* c = new (mem) FifoControl();
   c->head.store(0);
   c->headSleepers.store(0);
+  c->senderCpu.store(kUnknownCpu);
   c->tail.store(0);
   c->tailSleepers.store(0);
+  c->receiverCpu.store(kUnknownCpu);
   c->closed.store(0);
   c->nslots = nslots;
   c->statusVersion.store(0);
@@ -92,7 +94,7 @@ ncclResult_t FifoSender::waitForSpace(const WaitPolicy& policy) {
   auto ready = [c, head, n] {
     return head - c->tail.load(std::memory_order_acquire) < n || c->closed.load() != 0;
   };
-  BRAID_TRY(waitUntil(policy, WakeWord{&c->tail, &c->tailSleepers}, ready, peer_,
+  BRAID_TRY(waitUntil(policy, WakeWord{&c->tail, &c->tailSleepers, &c->receiverCpu}, ready, peer_,
                       "waiting for a free slot to send"));
   if (c->closed.load() != 0) {
     if (peer_) BRAID_TRY(peer_->check());
@@ -107,8 +109,8 @@ ncclResult_t FifoSender::waitReleased(const WaitPolicy& policy) {
   auto ready = [c, head] {
     return c->tail.load(std::memory_order_acquire) == head || c->closed.load() != 0;
   };
-  ncclResult_t r = waitUntil(policy, WakeWord{&c->tail, &c->tailSleepers}, ready, peer_,
-                             "waiting for the peer's connection to send this rank's buffer");
+  ncclResult_t r = waitUntil(policy, WakeWord{&c->tail, &c->tailSleepers, &c->receiverCpu}, ready,
+                             peer_, "waiting for the peer's connection to send this rank's buffer");
   if (r == ncclSuccess && c->tail.load(std::memory_order_acquire) == head) return ncclSuccess;
   // The reader may still hold lent memory that the caller is about to hand back to the user.
   if (peer_) peer_->sever();
@@ -151,7 +153,7 @@ ncclResult_t FifoReceiver::waitForData(const WaitPolicy& policy) {
   auto ready = [c, tail] {
     return c->head.load(std::memory_order_acquire) != tail || c->closed.load() != 0;
   };
-  BRAID_TRY(waitUntil(policy, WakeWord{&c->head, &c->headSleepers}, ready, peer_,
+  BRAID_TRY(waitUntil(policy, WakeWord{&c->head, &c->headSleepers, &c->senderCpu}, ready, peer_,
                       "waiting for data from peer"));
   if (c->head.load(std::memory_order_acquire) == tail) {
     if (peer_) BRAID_TRY(peer_->check());

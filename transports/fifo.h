@@ -48,8 +48,10 @@ enum LandingState : uint32_t {
 struct alignas(64) FifoControl {
   alignas(64) std::atomic<uint32_t> head;    ///< slots published by the sender
   std::atomic<uint32_t> headSleepers;        ///< receivers asleep waiting for head
+  std::atomic<uint32_t> senderCpu;           ///< the core the sender last published from
   alignas(64) std::atomic<uint32_t> tail;    ///< slots released by the receiver
   std::atomic<uint32_t> tailSleepers;        ///< senders asleep waiting for tail
+  std::atomic<uint32_t> receiverCpu;         ///< the core the receiver last released from
   alignas(64) std::atomic<uint32_t> closed;  ///< non-zero: the far side failed or left
   uint32_t nslots;
   /// The sender's current operation and the one before it (two fingerprints), published only
@@ -150,6 +152,7 @@ class FifoSender {
   void postDescriptor(const SlotInfo& info) {
     ctrl_->info[head_ % nslots_] = info;
     head_++;
+    ctrl_->senderCpu.store(currentCpu(), std::memory_order_relaxed);
     ctrl_->head.store(head_, std::memory_order_seq_cst);
     notify(WakeWord{&ctrl_->head, &ctrl_->headSleepers});
   }
@@ -251,6 +254,7 @@ class FifoReceiver {
   ncclResult_t waitForData(const WaitPolicy& policy);
   void advance() {
     tail_++;
+    ctrl_->receiverCpu.store(currentCpu(), std::memory_order_relaxed);
     ctrl_->tail.store(tail_, std::memory_order_seq_cst);
     notify(WakeWord{&ctrl_->tail, &ctrl_->tailSleepers});
   }

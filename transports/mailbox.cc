@@ -11,6 +11,7 @@ void mailboxInit(MailboxShared* m) {
     for (uint64_t& w : e.op) w = 0;
   }
   m->sleepers.store(0);
+  m->senderCpu.store(kUnknownCpu);
 }
 
 ncclResult_t MailboxReceiver::wait(const WaitPolicy& policy, LivenessCheck* peer,
@@ -19,7 +20,7 @@ ncclResult_t MailboxReceiver::wait(const WaitPolicy& policy, LivenessCheck* peer
   MailboxEntry& e = m_->entry[next_ & 1];
   if (!ready()) {
     auto arrived = [this, closed] { return ready() || closed->load() != 0; };
-    BRAID_TRY(waitUntil(policy, WakeWord{&e.seq, &m_->sleepers}, arrived, peer,
+    BRAID_TRY(waitUntil(policy, WakeWord{&e.seq, &m_->sleepers, &m_->senderCpu}, arrived, peer,
                         "waiting for a small message from peer"));
     if (!ready()) {
       if (peer) BRAID_TRY(peer->check());

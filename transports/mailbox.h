@@ -31,10 +31,12 @@ struct alignas(64) MailboxEntry {
 };
 static_assert(sizeof(MailboxEntry) == 4096);
 
-/// The shared part: two entries and the count of receivers asleep on them.
+/// The shared part: two entries, the count of receivers asleep on them, and the core the
+/// sender last posted from (on the sleepers' line, which a receiver reads before it sleeps).
 struct alignas(64) MailboxShared {
   MailboxEntry entry[2];
   alignas(64) std::atomic<uint32_t> sleepers;
+  std::atomic<uint32_t> senderCpu;
 };
 
 void mailboxInit(MailboxShared* m);
@@ -52,6 +54,10 @@ class MailboxSender {
     std::memcpy(e.data, payload, bytes);
     e.seq.store(next_, std::memory_order_seq_cst);
     next_++;
+    // Read by a receiver only once it found nothing to read: kept off the entry's line.
+    const uint32_t cpu = currentCpu();
+    if (m_->senderCpu.load(std::memory_order_relaxed) != cpu)
+      m_->senderCpu.store(cpu, std::memory_order_relaxed);
     notify(WakeWord{&e.seq, &m_->sleepers});
   }
 

@@ -3,7 +3,9 @@
 // phases so the bootstrap can exchange an opaque blob in between:
 //   receiver: setupRecv() fills a ConnectBlob  ->  bootstrap all-to-all  ->  sender: connectSend()
 //   then, after a barrier, every RecvConnection::finish() (accept sockets, unlink segments).
-// Transports are tried in priority order (registry.cc); the first whose canConnect() is true wins.
+// Transports are tried in priority order (transport_registry.cc); the first whose canConnect() is
+// true wins. A transport that carries device slots (P2P) rides on the host transport the pair
+// would otherwise use, which keeps the FIFO's control words in memory both ends map.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +40,9 @@ struct PeerInfo {
 };
 
 constexpr size_t kConnectBlobBytes = 256;
+/// The part of a blob a host-memory transport may use when another transport carries its blob
+/// inside its own (the P2P transport puts its device-slot description in the rest).
+constexpr size_t kCarriedBlobBytes = 128;
 struct ConnectBlob {
   unsigned char bytes[kConnectBlobBytes];
 };
@@ -103,11 +108,17 @@ class Transport {
                                  std::unique_ptr<RecvConnection>* conn) = 0;
   virtual ncclResult_t connectSend(const TransportContext& ctx, int peer, const ConnectBlob& blob,
                                    std::unique_ptr<SendConnection>* conn) = 0;
+  /// True for a transport that adds device slots to the connection of a host-memory transport
+  /// (chooseHostTransport skips it).
+  virtual bool carriesDeviceSlots() const { return false; }
 };
 
 /// Registered transports in priority order.
 const std::vector<Transport*>& transportRegistry();
 /// The transport to use between ctx.rank and peer (nullptr if none can).
 Transport* chooseTransport(const TransportContext& ctx, int peer);
+/// The transport whose FIFO carries host memory between ctx.rank and peer: chooseTransport's
+/// answer without the transports that only add device slots (nullptr if none can).
+Transport* chooseHostTransport(const TransportContext& ctx, int peer);
 
 }  // namespace braid

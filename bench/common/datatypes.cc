@@ -1,28 +1,18 @@
 #include "datatypes.h"
 
-#include <cmath>
 #include <cstring>
 
 namespace braid::bench {
 
-const TypeInfo kTypes[kNumTypes] = {
-    {ncclInt8, "int8", 1, false, true},        {ncclUint8, "uint8", 1, false, false},
-    {ncclInt32, "int32", 4, false, true},      {ncclUint32, "uint32", 4, false, false},
-    {ncclInt64, "int64", 8, false, true},      {ncclUint64, "uint64", 8, false, false},
-    {ncclFloat16, "half", 2, true, true},      {ncclFloat32, "float", 4, true, true},
-    {ncclFloat64, "double", 8, true, true},    {ncclBfloat16, "bfloat16", 2, true, true},
-    {ncclFloat8e4m3, "f8e4m3", 1, true, true}, {ncclFloat8e5m2, "f8e5m2", 1, true, true},
-};
-
 const char* const kOpNames[kNumOps] = {"sum", "prod", "max", "min", "avg", "mulsum"};
 
 const TypeInfo& typeInfo(ncclDataType_t type) {
-  return kTypes[static_cast<int>(type)];
+  return braid::dataType(type);
 }
 
 int typeIndexFromName(const char* name) {
   for (int t = 0; t < kNumTypes; ++t) {
-    if (std::strcmp(name, kTypes[t].name) == 0) return t;
+    if (std::strcmp(name, kTypes[t].testsName) == 0) return t;
   }
   return std::strcmp(name, "all") == 0 ? -1 : -2;
 }
@@ -32,187 +22,6 @@ int opIndexFromName(const char* name) {
     if (std::strcmp(name, kOpNames[o]) == 0) return o;
   }
   return std::strcmp(name, "all") == 0 ? -1 : -2;
-}
-
-std::uint32_t encodeFloat(const FloatFormat& format, double value) {
-  const int m = format.mantissaBits;
-  const std::uint32_t signBit = 1u << (format.exponentBits + m);
-  const std::uint32_t maxExponentField = (1u << format.exponentBits) - 1;
-  const std::uint32_t nanBits = format.hasInfinity ? ((maxExponentField << m) | (1u << (m - 1)))
-                                                   : ((maxExponentField << m) | ((1u << m) - 1));
-  if (std::isnan(value)) return nanBits;
-  std::uint32_t sign = std::signbit(value) ? signBit : 0;
-  double magnitude = std::fabs(value);
-  if (magnitude == 0) return sign;
-  // Largest finite value: with infinity the top exponent is reserved; e4m3fn only loses the
-  // all-ones mantissa of its top exponent (NaN).
-  std::uint32_t maxFinite = format.hasInfinity ? (((maxExponentField - 1) << m) | ((1u << m) - 1))
-                                               : ((maxExponentField << m) | ((1u << m) - 2));
-  const int minNormalExponent = 1 - format.bias;
-  int exponent = std::ilogb(magnitude);
-  std::uint32_t bits;
-  if (exponent < minNormalExponent) {
-    // Subnormal: the combined exponent|mantissa field counts quanta of 2^(emin - m); rounding
-    // up into the first normal value carries into the exponent field by itself.
-    bits = static_cast<std::uint32_t>(std::nearbyint(std::ldexp(magnitude, m - minNormalExponent)));
-  } else {
-    double scaled = std::nearbyint(std::ldexp(magnitude, m - exponent));  // in [2^m, 2^(m+1)]
-    if (scaled >= std::ldexp(1.0, m + 1)) {
-      scaled /= 2;
-      ++exponent;
-    }
-    long exponentField = exponent + format.bias;
-    if (exponentField > static_cast<long>(maxExponentField)) return sign | (maxFinite + 1);
-    bits = (static_cast<std::uint32_t>(exponentField) << m) |
-           (static_cast<std::uint32_t>(scaled) - (1u << m));
-  }
-  if (bits > maxFinite) {
-    // Overflow: infinity where it exists, else the NaN pattern (conversion without saturation).
-    return format.hasInfinity ? (sign | (maxExponentField << m)) : (sign | nanBits);
-  }
-  return sign | bits;
-}
-
-double decodeFloat(const FloatFormat& format, std::uint32_t bits) {
-  const int m = format.mantissaBits;
-  const std::uint32_t maxExponentField = (1u << format.exponentBits) - 1;
-  bool negative = (bits >> (format.exponentBits + m)) & 1;
-  std::uint32_t exponentField = (bits >> m) & maxExponentField;
-  std::uint32_t mantissa = bits & ((1u << m) - 1);
-  double magnitude;
-  if (format.hasInfinity && exponentField == maxExponentField) {
-    magnitude = mantissa == 0 ? INFINITY : NAN;
-  } else if (!format.hasInfinity && exponentField == maxExponentField &&
-             mantissa == (1u << m) - 1) {
-    magnitude = NAN;
-  } else if (exponentField == 0) {
-    magnitude = std::ldexp(static_cast<double>(mantissa), 1 - format.bias - m);
-  } else {
-    magnitude = std::ldexp(static_cast<double>(mantissa | (1u << m)),
-                           static_cast<int>(exponentField) - format.bias - m);
-  }
-  return negative ? -magnitude : magnitude;
-}
-
-namespace {
-
-const FloatFormat* formatOf(ncclDataType_t type) {
-  switch (type) {
-    case ncclFloat16:
-      return &kHalfFormat;
-    case ncclBfloat16:
-      return &kBfloat16Format;
-    case ncclFloat8e4m3:
-      return &kE4m3Format;
-    case ncclFloat8e5m2:
-      return &kE5m2Format;
-    default:
-      return nullptr;
-  }
-}
-
-template <typename T>
-void storeAs(void* base, std::size_t index, T value) {
-  std::memcpy(static_cast<char*>(base) + index * sizeof(T), &value, sizeof(T));
-}
-
-template <typename T>
-T loadAs(const void* base, std::size_t index) {
-  T value;
-  std::memcpy(&value, static_cast<const char*>(base) + index * sizeof(T), sizeof(T));
-  return value;
-}
-
-}  // namespace
-
-double unitInLastPlace(ncclDataType_t type, double value) {
-  FloatFormat format;
-  switch (type) {
-    case ncclFloat32:
-      format = {8, 23, 127, true};
-      break;
-    case ncclFloat64:
-      format = {11, 52, 1023, true};
-      break;
-    default:
-      if (const FloatFormat* small = formatOf(type)) {
-        format = *small;
-        break;
-      }
-      return 1;
-  }
-  int exponent = value == 0 ? 1 - format.bias : std::max(std::ilogb(value), 1 - format.bias);
-  return std::ldexp(1.0, exponent - format.mantissaBits);
-}
-
-void storeElement(void* base, std::size_t index, ncclDataType_t type, double value) {
-  switch (type) {
-    case ncclInt8:
-      storeAs<std::int8_t>(base, index, static_cast<std::int8_t>(value));
-      break;
-    case ncclUint8:
-      storeAs<std::uint8_t>(base, index, static_cast<std::uint8_t>(value));
-      break;
-    case ncclInt32:
-      storeAs<std::int32_t>(base, index, static_cast<std::int32_t>(value));
-      break;
-    case ncclUint32:
-      storeAs<std::uint32_t>(base, index, static_cast<std::uint32_t>(value));
-      break;
-    case ncclInt64:
-      storeAs<std::int64_t>(base, index, static_cast<std::int64_t>(value));
-      break;
-    case ncclUint64:
-      storeAs<std::uint64_t>(base, index, static_cast<std::uint64_t>(value));
-      break;
-    case ncclFloat32:
-      storeAs<float>(base, index, static_cast<float>(value));
-      break;
-    case ncclFloat64:
-      storeAs<double>(base, index, value);
-      break;
-    case ncclFloat16:
-    case ncclBfloat16:
-      storeAs<std::uint16_t>(base, index,
-                             static_cast<std::uint16_t>(encodeFloat(*formatOf(type), value)));
-      break;
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      storeAs<std::uint8_t>(base, index,
-                            static_cast<std::uint8_t>(encodeFloat(*formatOf(type), value)));
-      break;
-    default:
-      break;
-  }
-}
-
-double loadElement(const void* base, std::size_t index, ncclDataType_t type) {
-  switch (type) {
-    case ncclInt8:
-      return loadAs<std::int8_t>(base, index);
-    case ncclUint8:
-      return loadAs<std::uint8_t>(base, index);
-    case ncclInt32:
-      return loadAs<std::int32_t>(base, index);
-    case ncclUint32:
-      return loadAs<std::uint32_t>(base, index);
-    case ncclInt64:
-      return static_cast<double>(loadAs<std::int64_t>(base, index));
-    case ncclUint64:
-      return static_cast<double>(loadAs<std::uint64_t>(base, index));
-    case ncclFloat32:
-      return loadAs<float>(base, index);
-    case ncclFloat64:
-      return loadAs<double>(base, index);
-    case ncclFloat16:
-    case ncclBfloat16:
-      return decodeFloat(*formatOf(type), loadAs<std::uint16_t>(base, index));
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      return decodeFloat(*formatOf(type), loadAs<std::uint8_t>(base, index));
-    default:
-      return NAN;
-  }
 }
 
 }  // namespace braid::bench

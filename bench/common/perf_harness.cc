@@ -74,8 +74,8 @@ class TestCase {
       for (std::size_t size = o_.minBytes; size <= run_.maxBytes; size = nextSize(o_, size)) {
         setSize(size);
         if (state_.isMain(run_)) {
-          run_.report.writeLinePreamble(std::max(sendBytes_, recvBytes_), call_.count, type_.name,
-                                        opName, call_.root);
+          run_.report.writeLinePreamble(std::max(sendBytes_, recvBytes_), call_.count,
+                                        type_.testsName, opName, call_.root);
         }
         benchTime(false);
         benchTime(true);

@@ -1,9 +1,11 @@
 #include "perf_options.h"
 
-#include <getopt.h>
-
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "datatypes.h"
 
@@ -54,8 +56,107 @@ void printUsage(const char* programName) {
       programName);
 }
 
-int toInt(const char* text) {
-  return static_cast<int>(std::strtol(text, nullptr, 0));
+// Sizes keep nccl-tests' syntax (parseSize); CLI11 hands the text over unparsed.
+void addSize(CLI::App& app, const char* flags, const char* name, std::size_t* target) {
+  app.add_option_function<std::string>(flags, [name, target](const std::string& text) {
+    double parsed = parseSize(text.c_str());
+    if (parsed < 0) {
+      throw CLI::ValidationError(std::string("invalid size specified for '") + name + "'");
+    }
+    *target = static_cast<std::size_t>(parsed);
+  });
+}
+
+// Integers in C's syntax (strtoll base 0), whole text, within [minimum, maximum]: CLI11's own
+// check would read an empty value as 0 and name the type FLOAT in its message.
+CLI::Validator integerIn(long long minimum, long long maximum) {
+  return CLI::Validator(
+      [minimum, maximum](std::string& text) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        long long value = std::strtoll(text.c_str(), &end, 0);
+        if (text.empty() || *end != '\0') return "'" + text + "' is not an integer";
+        if (errno == ERANGE || value < minimum || value > maximum) {
+          return "'" + text + "' is outside " + std::to_string(minimum) + ".." +
+                 std::to_string(maximum);
+        }
+        return "";
+      },
+      "INT");
+}
+
+void addNumber(CLI::App& app, const char* flags, int* target) {
+  app.add_option(flags, *target)->check(integerIn(INT_MIN, INT_MAX));
+}
+
+// Every numeric flag takes C's integer syntax (strtol base 0, as nccl-tests' atoi/strtol: 0x10,
+// 010), and the last of repeated flags wins, as with getopt.
+void defineOptions(CLI::App& app, PerfOptions& o, std::string* opName, std::string* typeName) {
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.set_help_flag("-h,--help");
+  addNumber(app, "-t,--nthreads", &o.nThreads);
+  addNumber(app, "-g,--ngpus", &o.nGpus);
+  addSize(app, "-b,--minbytes", "minbytes", &o.minBytes);
+  addSize(app, "-e,--maxbytes", "maxbytes", &o.maxBytes);
+  addSize(app, "-i,--stepbytes", "stepBytes", &o.stepBytes);
+  app.add_option("-f,--stepfactor", o.stepFactor)->check(integerIn(0, LLONG_MAX));
+  addNumber(app, "-n,--iters", &o.iters);
+  addNumber(app, "-m,--agg_iters", &o.aggIters);
+  addNumber(app, "-w,--warmup_iters", &o.warmupIters);
+  addNumber(app, "-N,--run_cycles", &o.runCycles);
+  addNumber(app, "-p,--parallel_init", &o.parallelInit);
+  addNumber(app, "-c,--check", &o.check);
+  app.add_option("-o,--op", *opName);
+  app.add_option("-d,--datatype", *typeName);
+  addNumber(app, "-r,--root", &o.root);
+  addNumber(app, "-z,--blocking", &o.blocking);
+  addNumber(app, "-y,--stream_null", &o.streamNull);
+  addNumber(app, "-T,--timeout", &o.timeoutSeconds);
+  addNumber(app, "-G,--cudagraph", &o.cudaGraphLaunches);
+  addNumber(app, "-C,--report_cputime", &o.reportCpuTime);
+  addNumber(app, "-S,--report_timestamps", &o.reportTimestamps);
+  addNumber(app, "-A,--report_algorithm", &o.reportAlgorithm);
+  app.add_option("-J,--output_file", o.outputFile);
+  addNumber(app, "-a,--average", &o.average);
+  addNumber(app, "-R,--local_register", &o.localRegister);
+  addNumber(app, "-x,--cta_policy", &o.ctaPolicy);
+  addNumber(app, "-D,--device_implementation", &o.deviceImplementation);
+  addNumber(app, "-V,--device_cta_count", &o.deviceCtaCount);
+  addNumber(app, "-M,--memory", &o.memoryReport);
+  addNumber(app, "-u,--unalign", &o.unalign);
+  addNumber(app, "-I,--per_iter_timing", &o.perIterTiming);
+  addNumber(app, "-K,--per_iter_skip", &o.perIterSkip);
+}
+
+// What nccl-tests does with the values it accepts but adjusts: invalid -o/-d names fall back to
+// the defaults with a message, ignored device options leave a note for the header.
+void applyNames(const CLI::App& app, PerfOptions& o, const std::string& opName,
+                const std::string& typeName) {
+  if (app.count("-o") != 0) {
+    o.opIndex = opIndexFromName(opName.c_str());
+    if (o.opIndex == -2) {
+      std::printf("invalid op %s, defaulting to %s .. \n", opName.c_str(), kOpNames[0]);
+      o.opIndex = 0;
+    }
+  }
+  if (app.count("-d") != 0) {
+    o.typeIndex = typeIndexFromName(typeName.c_str());
+    if (o.typeIndex == -2) {
+      std::printf("invalid type %s, defaulting to %s .. \n", typeName.c_str(), kTypes[7].testsName);
+      o.typeIndex = 7;
+    }
+  }
+  if (o.cudaGraphLaunches > 0) {
+    o.notes.push_back("-G (CUDA graph) ignored: host buffers run without CUDA graphs");
+    o.cudaGraphLaunches = 0;
+  }
+  if (app.count("-R") != 0 && (o.localRegister < 0 || o.localRegister > 2)) {
+    o.notes.push_back("-R takes 0, 1 or 2; using 1");
+    o.localRegister = 1;
+  }
+  if (app.count("-V") != 0) {
+    o.notes.push_back("-V (device CTA count) ignored: no device implementation");
+  }
 }
 
 }  // namespace
@@ -82,181 +183,24 @@ double parseSize(const char* text) {
 }
 
 int parsePerfOptions(int argc, char** argv, const char* programName, PerfOptions* options) {
-  static const option kLongOptions[] = {{"nthreads", required_argument, nullptr, 't'},
-                                        {"ngpus", required_argument, nullptr, 'g'},
-                                        {"minbytes", required_argument, nullptr, 'b'},
-                                        {"maxbytes", required_argument, nullptr, 'e'},
-                                        {"stepbytes", required_argument, nullptr, 'i'},
-                                        {"stepfactor", required_argument, nullptr, 'f'},
-                                        {"iters", required_argument, nullptr, 'n'},
-                                        {"agg_iters", required_argument, nullptr, 'm'},
-                                        {"warmup_iters", required_argument, nullptr, 'w'},
-                                        {"run_cycles", required_argument, nullptr, 'N'},
-                                        {"parallel_init", required_argument, nullptr, 'p'},
-                                        {"check", required_argument, nullptr, 'c'},
-                                        {"op", required_argument, nullptr, 'o'},
-                                        {"datatype", required_argument, nullptr, 'd'},
-                                        {"root", required_argument, nullptr, 'r'},
-                                        {"blocking", required_argument, nullptr, 'z'},
-                                        {"stream_null", required_argument, nullptr, 'y'},
-                                        {"timeout", required_argument, nullptr, 'T'},
-                                        {"cudagraph", required_argument, nullptr, 'G'},
-                                        {"report_cputime", required_argument, nullptr, 'C'},
-                                        {"report_timestamps", required_argument, nullptr, 'S'},
-                                        {"report_algorithm", required_argument, nullptr, 'A'},
-                                        {"output_file", required_argument, nullptr, 'J'},
-                                        {"average", required_argument, nullptr, 'a'},
-                                        {"local_register", required_argument, nullptr, 'R'},
-                                        {"cta_policy", required_argument, nullptr, 'x'},
-                                        {"device_implementation", required_argument, nullptr, 'D'},
-                                        {"device_cta_count", required_argument, nullptr, 'V'},
-                                        {"memory", required_argument, nullptr, 'M'},
-                                        {"unalign", required_argument, nullptr, 'u'},
-                                        {"per_iter_timing", required_argument, nullptr, 'I'},
-                                        {"per_iter_skip", required_argument, nullptr, 'K'},
-                                        {"help", no_argument, nullptr, 'h'},
-                                        {nullptr, 0, nullptr, 0}};
   PerfOptions& o = *options;
-  int longIndex = 0;
-  for (;;) {
-    int c =
-        getopt_long(argc, argv, "t:g:b:e:i:f:n:m:w:N:p:I:K:c:o:d:r:z:y:T:hG:C:a:R:x:D:V:J:S:M:u:A:",
-                    kLongOptions, &longIndex);
-    if (c == -1) break;
-    double parsed = 0;
-    switch (c) {
-      case 't':
-        o.nThreads = toInt(optarg);
-        break;
-      case 'g':
-        o.nGpus = toInt(optarg);
-        break;
-      case 'b':
-      case 'e':
-      case 'i':
-        parsed = parseSize(optarg);
-        if (parsed < 0) {
-          std::fprintf(stderr, "invalid size specified for '%s'\n",
-                       c == 'b'   ? "minbytes"
-                       : c == 'e' ? "maxbytes"
-                                  : "stepBytes");
-          return 255;
-        }
-        (c == 'b'   ? o.minBytes
-         : c == 'e' ? o.maxBytes
-                    : o.stepBytes) = static_cast<std::size_t>(parsed);
-        break;
-      case 'f':
-        o.stepFactor = std::strtoul(optarg, nullptr, 0);
-        break;
-      case 'n':
-        o.iters = toInt(optarg);
-        break;
-      case 'm':
-        o.aggIters = toInt(optarg);
-        break;
-      case 'w':
-        o.warmupIters = toInt(optarg);
-        break;
-      case 'N':
-        o.runCycles = toInt(optarg);
-        break;
-      case 'c':
-        o.check = toInt(optarg);
-        break;
-      case 'p':
-        o.parallelInit = toInt(optarg);
-        break;
-      case 'o':
-        o.opIndex = opIndexFromName(optarg);
-        if (o.opIndex == -2) {
-          std::printf("invalid op %s, defaulting to %s .. \n", optarg, kOpNames[0]);
-          o.opIndex = 0;
-        }
-        break;
-      case 'd':
-        o.typeIndex = typeIndexFromName(optarg);
-        if (o.typeIndex == -2) {
-          std::printf("invalid type %s, defaulting to %s .. \n", optarg, kTypes[7].name);
-          o.typeIndex = 7;
-        }
-        break;
-      case 'r':
-        o.root = toInt(optarg);
-        break;
-      case 'z':
-        o.blocking = toInt(optarg);
-        break;
-      case 'y':
-        o.streamNull = toInt(optarg);
-        break;
-      case 'T':
-        o.timeoutSeconds = toInt(optarg);
-        break;
-      case 'G':
-        o.cudaGraphLaunches = toInt(optarg);
-        if (o.cudaGraphLaunches > 0) {
-          o.notes.push_back("-G (CUDA graph) ignored: host buffers run without CUDA graphs");
-          o.cudaGraphLaunches = 0;
-        }
-        break;
-      case 'C':
-        o.reportCpuTime = toInt(optarg);
-        break;
-      case 'S':
-        o.reportTimestamps = toInt(optarg);
-        break;
-      case 'A':
-        o.reportAlgorithm = toInt(optarg);
-        break;
-      case 'J':
-        o.outputFile = optarg;
-        break;
-      case 'a':
-        o.average = toInt(optarg);
-        break;
-      case 'R':
-        o.localRegister = toInt(optarg);
-        if (o.localRegister < 0 || o.localRegister > 2) {
-          o.notes.push_back("-R takes 0, 1 or 2; using 1");
-          o.localRegister = 1;
-        }
-        break;
-      case 'x':
-        o.ctaPolicy = toInt(optarg);
-        break;
-      case 'D':
-        o.deviceImplementation = toInt(optarg);
-        break;
-      case 'V':
-        o.deviceCtaCount = toInt(optarg);
-        o.notes.push_back("-V (device CTA count) ignored: no device implementation");
-        break;
-      case 'M':
-        o.memoryReport = toInt(optarg);
-        break;
-      case 'u':
-        o.unalign = toInt(optarg);
-        break;
-      case 'I':
-        o.perIterTiming = toInt(optarg);
-        break;
-      case 'K':
-        o.perIterSkip = toInt(optarg);
-        break;
-      case 'h':
-        printUsage(programName);
-        return 0;
-      default:
-        // getopt already named the bad option on stderr.
-        printUsage(programName);
-        return 255;
-    }
-  }
-  if (optind < argc) {
-    std::fprintf(stderr, "unexpected argument '%s'\n", argv[optind]);
+  CLI::App app("", programName);
+  std::string opName, typeName;
+  defineOptions(app, o, &opName, &typeName);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    printUsage(programName);
+    return 0;
+  } catch (const CLI::ExtrasError& e) {
+    std::fprintf(stderr, "%s: %s\n", programName, e.what());
+    printUsage(programName);
+    return 255;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: %s\n", programName, e.what());
     return 255;
   }
+  applyNames(app, o, opName, typeName);
   if (o.minBytes > o.maxBytes) {
     std::fprintf(stderr, "invalid sizes for 'minbytes' and 'maxbytes': %llu > %llu\n",
                  static_cast<unsigned long long>(o.minBytes),

@@ -44,8 +44,10 @@ struct PerfOptions {
   std::vector<std::string> notes;
 };
 
-/// Parses argv into options. Returns -1 to go on, or the exit status to stop with (0 after
-/// --help). Messages go to stdout like nccl-tests' do.
+/// Parses argv into options (CLI11). Returns -1 to go on, or the exit status to stop with: 0
+/// after --help, 255 for an unknown flag, a value that is not a number or a size, or values that
+/// do not fit together (the reason on stderr). nccl-tests' own messages (an unknown -o/-d name
+/// falls back to the default) go to stdout, as there.
 int parsePerfOptions(int argc, char** argv, const char* programName, PerfOptions* options);
 
 /// nccl-tests' size syntax: a number with an optional K, M or G suffix (powers of 1024).

@@ -11,13 +11,13 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
-#include <sstream>
+
+#include "json_report.h"
 
 namespace braid::bench {
 namespace {
 
 constexpr const char* kCompatibleVersion = "2.19.6";  // the nccl-tests release these mirror
-constexpr int kJsonVersion = 3;
 
 std::string now() {
   char text[64];
@@ -42,18 +42,6 @@ int usableCpus() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
   return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-}
-
-// Secrets such as BRAID_COMM_SECRET must not end up in a results file.
-std::string redactedEnvEntry(const char* entry) {
-  std::string text(entry);
-  std::string name = text.substr(0, text.find('='));
-  std::string upper = name;
-  std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
-  for (const char* word : {"SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "KEY"}) {
-    if (upper.find(word) != std::string::npos) return name + "=<redacted>";
-  }
-  return text;
 }
 
 std::FILE* openExclusive(const std::string& path, std::string* opened) {
@@ -112,9 +100,7 @@ IterationStats computeIterationStats(const double* seconds, int count) {
 Report::Report(const PerfOptions& options, const char* programName, bool enabled)
     : options_(options), programName_(programName), enabled_(enabled) {}
 
-Report::~Report() {
-  if (jsonFile_) std::fclose(jsonFile_);
-}
+Report::~Report() = default;
 
 void Report::print(const char* format, ...) {
   if (!enabled_) return;
@@ -132,28 +118,14 @@ void Report::openJson(int argc, char** argv, char** envp, int libraryVersion) {
     return;
   }
   std::string opened;
-  jsonFile_ = openExclusive(options_.outputFile, &opened);
-  if (!jsonFile_) {
+  std::FILE* file = openExclusive(options_.outputFile, &opened);
+  if (!file) {
     print("# skipping json output; %s not accessible\n", options_.outputFile.c_str());
     return;
   }
   print("# Writing JSON output to %s\n", opened.c_str());
-  json_ = std::make_unique<JsonWriter>(jsonFile_);
-  json_->beginObject();
-  json_->key("version");
-  json_->number(std::int64_t{kJsonVersion});
-  json_->key("start_time");
-  json_->string(now());
-  json_->key("args");
-  json_->beginArray();
-  for (int i = 0; i < argc; ++i) json_->string(argv[i]);
-  json_->endArray();
-  json_->key("env");
-  json_->beginArray();
-  for (char** entry = envp; entry && *entry; ++entry) json_->string(redactedEnvEntry(*entry));
-  json_->endArray();
-  json_->key("nccl_version");
-  json_->number(std::int64_t{libraryVersion});
+  json_ = std::make_unique<JsonReport>(file, options_);
+  json_->start(argc, argv, envp, libraryVersion, now());
 }
 
 std::string Report::deviceLine(int rank, int group, int pid, const std::string& hostname) {
@@ -194,68 +166,7 @@ void Report::writeHeader(int libraryVersion, const std::string& deviceLines) {
     print("# Parallel Init Enabled: threads call into NcclInitRank concurrently \n");
   for (const std::string& note : o.notes) print("# %s\n", note.c_str());
   print("#\n# Using devices\n%s", deviceLines.c_str());
-  if (!json_) return;
-  json_->key("config");
-  json_->beginObject();
-  json_->key("nthreads");
-  json_->number(std::int64_t{o.nThreads});
-  json_->key("ngpus");
-  json_->number(std::int64_t{o.nGpus});
-  json_->key("minimum_bytes");
-  json_->number(static_cast<std::int64_t>(o.minBytes));
-  json_->key("maximum_bytes");
-  json_->number(static_cast<std::int64_t>(o.maxBytes));
-  json_->key(o.stepFactor > 1 ? "step_factor" : "step_bytes");
-  json_->number(static_cast<std::int64_t>(o.stepFactor > 1 ? o.stepFactor : o.stepBytes));
-  json_->key("warmup_iters");
-  json_->number(std::int64_t{o.warmupIters});
-  json_->key("iterations");
-  json_->number(std::int64_t{o.iters});
-  json_->key("aggregated_iterations");
-  json_->number(std::int64_t{o.aggIters});
-  json_->key("validation");
-  json_->number(std::int64_t{o.check});
-  json_->key("graph");
-  json_->number(std::int64_t{o.cudaGraphLaunches});
-  json_->key("blocking_collectives");
-  json_->boolean(o.blocking != 0);
-  json_->key("per_iter_timing");
-  json_->boolean(o.perIterTiming != 0);
-  json_->key("per_iter_skip");
-  json_->number(std::int64_t{o.perIterSkip});
-  json_->key("parallel_init");
-  json_->boolean(o.parallelInit != 0);
-  json_->key("devices");
-  json_->beginArray();
-  std::istringstream lines(deviceLines);
-  std::string line;
-  while (std::getline(lines, line)) {
-    int rank = 0, group = 0, pid = 0, cpus = 0;
-    char host[1024] = {}, info[1024] = {};
-    if (std::sscanf(line.c_str(),
-                    "#  Rank %d Group %d Pid %d on %1023s device host [%d cpus] %1023[^\n]", &rank,
-                    &group, &pid, host, &cpus, info) < 5) {
-      continue;
-    }
-    json_->beginObject();
-    json_->key("rank");
-    json_->number(std::int64_t{rank});
-    json_->key("group");
-    json_->number(std::int64_t{group});
-    json_->key("pid");
-    json_->number(std::int64_t{pid});
-    json_->key("hostname");
-    json_->string(host);
-    json_->key("device");
-    json_->string("host");
-    json_->key("device_hex");
-    json_->string(std::to_string(cpus) + " cpus");
-    json_->key("device_info");
-    json_->string(info);
-    json_->endObject();
-  }
-  json_->endArray();
-  json_->endObject();
+  if (json_) json_->config(deviceLines);
 }
 
 void Report::writeNote(const std::string& text) {
@@ -297,27 +208,12 @@ void Report::writeTableHeader() {
           tsPad, tsFormat);
   }
   if (options_.reportAlgorithm) print("# (the last column: the algorithm each size ran with)\n");
-  if (json_) {
-    json_->key("results");
-    json_->beginArray();
-  }
 }
 
 void Report::writeLinePreamble(std::size_t bytes, std::size_t count, const char* typeName,
                                const char* opName, int root) {
   print("%12zu  %12zu  %8s  %6s  %6i", bytes, count, typeName, opName, root);
-  if (!json_) return;
-  json_->beginObject();
-  json_->key("size");
-  json_->number(static_cast<std::int64_t>(bytes));
-  json_->key("count");
-  json_->number(static_cast<std::int64_t>(count));
-  json_->key("type");
-  json_->string(typeName);
-  json_->key("redop");
-  json_->string(opName);
-  json_->key("root");
-  json_->number(std::int64_t{root});
+  if (json_) json_->beginRow(bytes, count, typeName, opName, root);
 }
 
 void Report::writeTimestamp() {
@@ -336,30 +232,13 @@ void Report::writeLineBody(double timeUsec, double algBw, double busBw, bool rep
     print("  %7s  %6s  %6s    N/A", time.c_str(), alg.c_str(), bus.c_str());
   }
   if (!outOfPlace && options_.reportTimestamps && !options_.perIterTiming) writeTimestamp();
-  if (!json_) return;
-  json_->key(outOfPlace ? "out_of_place" : "in_place");
-  json_->beginObject();
-  json_->key(options_.reportCpuTime ? "cpu_time" : "time");
-  json_->number(timeUsec);
-  json_->key("alg_bw");
-  json_->number(algBw);
-  json_->key("bus_bw");
-  json_->number(busBw);
-  json_->key("nwrong");
-  if (reportErrors) {
-    json_->number(static_cast<double>(wrong));
-  } else {
-    json_->null();
-  }
-  json_->endObject();
+  if (json_) json_->placement(outOfPlace, timeUsec, algBw, busBw, reportErrors, wrong);
 }
 
 void Report::writeLineNotRun(bool outOfPlace) {
   print("  %7s  %6s  %6s  %6s", "N/A", "N/A", "N/A", "N/A");
   if (options_.perIterTiming) print("  %7s  %7s  %7s  %7s", "N/A", "N/A", "N/A", "N/A");
-  if (!json_) return;
-  json_->key(outOfPlace ? "out_of_place" : "in_place");
-  json_->null();
+  if (json_) json_->placementNotRun(outOfPlace);
 }
 
 void Report::writePerIteration(const IterationStats& stats, const std::vector<double>& iterSeconds,
@@ -370,87 +249,23 @@ void Report::writePerIteration(const IterationStats& stats, const std::vector<do
         formatFixedWidth(stats.max * 1e6, 7).c_str(), formatFixedWidth(stats.p99 * 1e6, 7).c_str(),
         formatFixedWidth(cv, 7).c_str());
   if (!outOfPlace && options_.reportTimestamps) writeTimestamp();
-  if (!json_) return;
-  json_->key(outOfPlace ? "out_of_place_per_iter" : "in_place_per_iter");
-  json_->beginObject();
-  json_->key("skipped_iterations");
-  json_->number(std::int64_t{options_.perIterSkip});
-  json_->key("min_us");
-  json_->number(stats.min * 1e6);
-  json_->key("max_us");
-  json_->number(stats.max * 1e6);
-  json_->key("avg_us");
-  json_->number(stats.avg * 1e6);
-  json_->key("p50_us");
-  json_->number(stats.p50 * 1e6);
-  json_->key("p95_us");
-  json_->number(stats.p95 * 1e6);
-  json_->key("p99_us");
-  json_->number(stats.p99 * 1e6);
-  json_->key("stdev_us");
-  json_->number(stats.stdev * 1e6);
-  json_->key("cv_pct");
-  json_->number(cv);
-  json_->key("times_us");
-  json_->beginArray();
-  for (double s : iterSeconds) json_->number(s * 1e6);
-  json_->endArray();
-  if (nProcs > 1) {
-    std::size_t iters = iterSeconds.size();
-    json_->key("per_process_max_times_us");
-    json_->beginArray();
-    for (int p = 0; p < nProcs; ++p) {
-      json_->beginArray();
-      for (std::size_t i = 0; i < iters; ++i) json_->number(perProcessRows[p * iters + i] * 1e6);
-      json_->endArray();
-    }
-    json_->endArray();
-  }
-  json_->endObject();
+  if (json_) json_->perIteration(outOfPlace, stats, cv, iterSeconds, perProcessRows, nProcs);
 }
 
 void Report::writeLineEnd(int iterations, const char* algorithm) {
   if (options_.reportAlgorithm) print("  %-12s", algorithm ? algorithm : "?");
   print("\n");
-  if (!json_) return;
-  if (options_.reportAlgorithm) {
-    json_->key("algorithm");
-    json_->string(algorithm ? algorithm : "");
-  }
-  json_->key("actual_iterations");
-  json_->number(std::int64_t{iterations});
-  json_->key("experiment_name");
-  json_->string("");
-  json_->endObject();
+  if (json_) json_->endRow(iterations, algorithm);
 }
 
 void Report::writeFooter(int errors, double avgBusBw, double minBusBwCheck) {
-  if (json_) json_->endArray();
   const char* bwVerdict =
       minBusBwCheck < 0 ? "" : (avgBusBw < minBusBwCheck * 0.9 ? "FAILED" : "OK");
   print("# %-20s : %d %s\n", "Out of bounds values", errors, errors ? "FAILED" : "OK");
   print("# %-20s : %g %s\n", "Avg bus bandwidth", avgBusBw, bwVerdict);
   print("#\n");
   print("# Collective test concluded: %s\n", programName_);
-  if (!json_) return;
-  json_->key("out_of_bounds");
-  json_->beginObject();
-  json_->key("count");
-  json_->number(std::int64_t{errors});
-  json_->key("okay");
-  json_->boolean(errors == 0);
-  json_->endObject();
-  json_->key("average_bus_bandwidth");
-  json_->beginObject();
-  json_->key("bandwidth");
-  json_->number(avgBusBw);
-  json_->key("okay");
-  if (minBusBwCheck < 0) {
-    json_->string("unchecked");
-  } else {
-    json_->boolean(avgBusBw >= minBusBwCheck * 0.9);
-  }
-  json_->endObject();
+  if (json_) json_->footer(errors, avgBusBw, minBusBwCheck);
 }
 
 void Report::writeMemoryReport(std::int64_t initBytes, std::int64_t bufferBytes,
@@ -484,15 +299,7 @@ void Report::finish(const char* lastError) {
   }
   std::fflush(stdout);
   if (!json_) return;
-  json_->key("errors");
-  json_->beginArray();
-  if (hasError) json_->string(lastError);
-  json_->endArray();
-  json_->key("end_time");
-  json_->string(now());
-  json_->finish();
-  std::fclose(jsonFile_);
-  jsonFile_ = nullptr;
+  json_->finish(lastError, now());
   json_.reset();
 }
 

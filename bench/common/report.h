@@ -10,11 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "json_writer.h"
 #include "nccl.h"
 #include "perf_options.h"
 
 namespace braid::bench {
+
+class JsonReport;
 
 /// Summary of one placement's per-iteration times (-I), in seconds.
 struct IterationStats {
@@ -68,8 +69,7 @@ class Report {
   const PerfOptions& options_;
   const char* programName_;
   bool enabled_;
-  std::FILE* jsonFile_ = nullptr;
-  std::unique_ptr<JsonWriter> json_;
+  std::unique_ptr<JsonReport> json_;  ///< -J (json_report.h)
 };
 
 }  // namespace braid::bench

@@ -1,10 +1,10 @@
 // Inputs whose reduced result is known exactly, so that #wrong counts real mismatches.
 //
-// Every rank's value at element i is a function of (seed, rank, i). The values are small
-// integers (or powers of two for prod) bounded so that, for every type, every partial result in
-// any reduction order is exactly representable: a correct library gives the exact answer no
-// matter how it splits, orders or rounds the work. Only ncclAvg has a final division; its result
-// may be off by one unit in the last place of the type (a float needs rounding there).
+// The values come from the generator the tests share (verifiable/exact_inputs.h, default
+// bounds): small integers (+-1 and +-2 for prod) bounded so that, for every type, every partial
+// result in any reduction order is exactly representable. Only ncclAvg has a final division; its
+// result may be off by one unit in the last place of the type (NCCL divides, or scales by 1/n,
+// in the type), and integer averages truncate.
 #pragma once
 
 #include <cstddef>

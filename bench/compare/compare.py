@@ -393,7 +393,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     summary = print_report(comparison)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"arguments": vars(args), "host": platform.node(),
+            json.dump({"arguments": vars(args), "host": platform.node(), "cpus": os.cpu_count(),
+                       "date": f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+                       "command": " ".join(sys.argv),
                        "bands": [vars(b) for b in comparison.bands],
                        "probes": comparison.probes, "cpu_others_percent": comparison.cpu_others,
                        "summary": summary, "runs": comparison.runs,

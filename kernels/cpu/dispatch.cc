@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/cpu/isa.h"
+#include "braid/datatypes.h"
 #include "kernels/ops.h"
 #include "kernels/reduce.h"
 
@@ -163,8 +164,8 @@ void copy(void* out0, void* out1, const void* src, std::size_t bytes) {
 }
 
 std::size_t typeSize(int dtype) {
-  static constexpr std::size_t kSizes[dtype::kCount] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-  return dtype >= 0 && dtype < dtype::kCount ? kSizes[dtype] : 0;
+  const DataType* type = findDataType(dtype);
+  return type ? type->size : 0;
 }
 
 const char* isaName() {

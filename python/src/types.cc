@@ -1,5 +1,6 @@
 #include "types.h"
 
+#include "braid/datatypes.h"
 #include "module.h"
 
 #include <array>
@@ -9,26 +10,14 @@ namespace braid::python {
 
 namespace {
 
-struct DtypeName {
+struct DtypeAlias {
   std::string_view name;
   ncclDataType_t dtype;
 };
 
-// Canonical names first (dtypeName returns the first match); numpy's names are used so that
-// np.dtype(x).name can be passed straight through.
-constexpr std::array<DtypeName, 17> kDtypeNames{{
-    {"int8", ncclInt8},
-    {"uint8", ncclUint8},
-    {"int32", ncclInt32},
-    {"uint32", ncclUint32},
-    {"int64", ncclInt64},
-    {"uint64", ncclUint64},
-    {"float16", ncclFloat16},
-    {"float32", ncclFloat32},
-    {"float64", ncclFloat64},
-    {"bfloat16", ncclBfloat16},
-    {"float8_e4m3", ncclFloat8e4m3},
-    {"float8_e5m2", ncclFloat8e5m2},
+// Accepted besides each type's numpy name (kernels/datatypes.h), which is the canonical one
+// (dtypeName returns it), so that np.dtype(x).name can be passed straight through.
+constexpr std::array<DtypeAlias, 5> kDtypeAliases{{
     {"half", ncclFloat16},
     {"float", ncclFloat32},
     {"double", ncclFloat64},
@@ -45,7 +34,8 @@ constexpr std::array<OpName, 5> kOpNames{
 
 std::string dtypeChoices() {
   std::string s;
-  for (size_t i = 0; i < 12; ++i) s += (i ? ", " : "") + std::string(kDtypeNames[i].name);
+  for (const braid::DataType& type : braid::kDataTypes)
+    s += (s.empty() ? "" : ", ") + std::string(type.numpyName);
   return s;
 }
 
@@ -58,7 +48,9 @@ ncclDataType_t parseDtype(py::handle value, const char* argName) {
                          " must be a dtype name (str) or braid.DataType, got " +
                          std::string(py::str(py::type::of(value).attr("__name__"))));
   const std::string name = value.cast<std::string>();
-  for (const auto& entry : kDtypeNames)
+  for (const braid::DataType& type : braid::kDataTypes)
+    if (type.numpyName == name) return type.type;
+  for (const auto& entry : kDtypeAliases)
     if (entry.name == name) return entry.dtype;
   throw py::value_error(std::string(argName) + "='" + name +
                         "' is not a type Braid reduces (one of " + dtypeChoices() + ")");
@@ -78,28 +70,13 @@ ncclRedOp_t parseOp(py::handle value, const char* argName) {
 }
 
 size_t dtypeSize(ncclDataType_t dtype) {
-  switch (dtype) {
-    case ncclInt8:
-    case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-      return 4;
-    default:
-      return 8;
-  }
+  const braid::DataType* type = braid::findDataType(dtype);
+  return type ? type->size : 8;
 }
 
 const char* dtypeName(ncclDataType_t dtype) {
-  for (const auto& entry : kDtypeNames)
-    if (entry.dtype == dtype) return entry.name.data();
-  return "unknown";
+  const braid::DataType* type = braid::findDataType(dtype);
+  return type ? type->numpyName : "unknown";
 }
 
 bool dtypeFromFormat(const std::string& format, size_t itemsize, ncclDataType_t* dtype) {
@@ -138,19 +115,9 @@ bool dtypeFromFormat(const std::string& format, size_t itemsize, ncclDataType_t*
 }
 
 void registerTypes(py::module_& m) {
-  py::enum_<ncclDataType_t>(m, "DataType", "NCCL's element types (ncclDataType_t).")
-      .value("int8", ncclInt8)
-      .value("uint8", ncclUint8)
-      .value("int32", ncclInt32)
-      .value("uint32", ncclUint32)
-      .value("int64", ncclInt64)
-      .value("uint64", ncclUint64)
-      .value("float16", ncclFloat16)
-      .value("float32", ncclFloat32)
-      .value("float64", ncclFloat64)
-      .value("bfloat16", ncclBfloat16)
-      .value("float8_e4m3", ncclFloat8e4m3)
-      .value("float8_e5m2", ncclFloat8e5m2);
+  py::enum_<ncclDataType_t> dataType(m, "DataType", "NCCL's element types (ncclDataType_t).");
+  for (const braid::DataType& type : braid::kDataTypes)
+    dataType.value(type.numpyName, type.type);
   py::enum_<ncclRedOp_t>(m, "ReduceOp", "NCCL's reduction operations (ncclRedOp_t).")
       .value("SUM", ncclSum)
       .value("PROD", ncclProd)

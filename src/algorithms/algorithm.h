@@ -1,19 +1,17 @@
 // Collective arguments as the algorithms see them, and the algorithm interface: an algorithm
-// says whether it supports a call and runs it; the selector tries them in order of preference.
+// says whether it supports a call and runs it; the tuner ranks the ones that support it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
+#include "algorithms/collectives.h"
+#include "algorithms/context.h"
 #include "algorithms/fingerprint.h"
 #include "kernels/reduce.h"
 #include "nccl.h"
 
 namespace braid {
-
-enum class CollType { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter };
-const char* collName(CollType c);
 
 struct CollArgs {
   CollType coll = CollType::kAllReduce;
@@ -28,31 +26,25 @@ struct CollArgs {
   /// copies and reductions run on the GPU, through the FIFOs' device slots.
   bool device = false;
   /// premulsum's scalar when it is device memory (ncclScalarDevice): read into op.scalar when
-  /// the call runs, in stream order (readDeviceScalar), as NCCL's kernels read it.
+  /// the call runs, in stream order, as NCCL's kernels read it.
   const void* deviceScalar = nullptr;
   Fingerprint fingerprint;  ///< what every slot of this operation carries (set when it runs)
+
+  size_t bytes() const { return count * elemSize; }
 };
 
 class Algorithm {
  public:
   virtual ~Algorithm() = default;
   virtual const char* name() const = 0;
-  virtual bool supports(const CollArgs& args, const ncclComm& comm) const = 0;
+  /// Whether it can run `args` on this team. The answer may depend only on the collective, the
+  /// message size, whether the buffers are device memory, and what init fixed (ranks,
+  /// connections, settings): the tuner remembers it per (collective, size, device).
+  virtual bool supports(const CollArgs& args, const Context& ctx) const = 0;
   /// Whether it can run a call on device buffers (CollArgs::device): it moves data only through
   /// the primitives (primitives.h), which move it on the GPU, and never reads a peer's memory.
   virtual bool movesDeviceMemory() const { return false; }
-  virtual ncclResult_t run(const CollArgs& args, ncclComm& comm) const = 0;
+  virtual ncclResult_t run(const CollArgs& args, Context& ctx) const = 0;
 };
-
-/// The algorithm runCollective would run `args` with (NCCL_ALGO filters, the cost model ranks
-/// what is left); nullptr when NCCL_ALGO leaves none. `skip` (if set) is never chosen: an
-/// algorithm that hands a call over to the others.
-const Algorithm* chooseAlgorithm(const ncclComm& comm, const CollArgs& args,
-                                 const Algorithm* skip = nullptr);
-/// Picks the algorithm for `args` (chooseAlgorithm) and runs it.
-ncclResult_t runCollective(ncclComm& comm, CollArgs& args);
-
-/// The registered algorithms of a collective, in default preference order.
-const std::vector<const Algorithm*>& algorithmsFor(CollType coll);
 
 }  // namespace braid

@@ -3,8 +3,8 @@
 // blocks are gathered in rotated order in a scratch buffer and rotated into place at the end.
 #include <vector>
 
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/bruck.h"
-#include "algorithms/registry.h"
 
 namespace braid {
 namespace {
@@ -12,17 +12,17 @@ namespace {
 class BruckAllGather : public Algorithm {
  public:
   const char* name() const override { return "Bruck"; }
-  bool supports(const CollArgs& args, const ncclComm& comm) const override {
-    return args.coll == CollType::kAllGather && comm.nranks > 1 && allPairsConnected(comm);
+  bool supports(const CollArgs& args, const Context& ctx) const override {
+    return args.coll == CollType::kAllGather && ctx.nranks() > 1 && ctx.team.allPairsConnected();
   }
-  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
+  ncclResult_t run(const CollArgs& args, Context& ctx) const override {
     if (args.count == 0) return ncclSuccess;
-    BruckLayout layout = BruckLayout::equalBlocks(comm.rank, comm.nranks, args.count);
+    BruckLayout layout = BruckLayout::equalBlocks(ctx.rank(), ctx.nranks(), args.count);
     thread_local std::vector<char> storage;
     char* rotated = pageAlignedScratch(storage, layout.total() * args.elemSize);
     // The rank's own block first (in place, sendbuff is that block of recvbuff: read it first).
     cachedCopy(rotated, args.sendbuff, args.count * args.elemSize);
-    BRAID_TRY(runBruckAllGather(comm, args, layout, rotated));
+    BRAID_TRY(runBruckAllGather(ctx, args, layout, rotated));
     layout.rotateOut(args, rotated, args.recvbuff);
     return ncclSuccess;
   }

@@ -2,8 +2,8 @@
 // into its place in the output while forwarding it. Blocks go in slot-sized pieces.
 #include <algorithm>
 
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/primitives.h"
-#include "algorithms/registry.h"
 #include "patterns/ring.h"
 
 namespace braid {
@@ -13,21 +13,21 @@ class RingAllGather : public Algorithm {
  public:
   const char* name() const override { return "Ring"; }
   bool movesDeviceMemory() const override { return true; }
-  bool supports(const CollArgs& args, const ncclComm& comm) const override {
-    return args.coll == CollType::kAllGather && comm.nranks > 1;
+  bool supports(const CollArgs& args, const Context& ctx) const override {
+    return args.coll == CollType::kAllGather && ctx.nranks() > 1;
   }
-  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
-    patterns::Ring ring{comm.rank, comm.nranks};
-    const int n = comm.nranks;
+  ncclResult_t run(const CollArgs& args, Context& ctx) const override {
+    patterns::Ring ring{ctx.rank(), ctx.nranks()};
+    const int n = ctx.nranks();
     int prev = ring.prev(), next = ring.next();
-    Primitives prims(comm, args, std::span<const int>(&prev, 1), std::span<const int>(&next, 1));
+    Primitives prims(ctx, args, std::span<const int>(&prev, 1), std::span<const int>(&next, 1));
     auto* in = static_cast<const char*>(args.sendbuff);
     auto* out = static_cast<char*>(args.recvbuff);
     const size_t es = args.elemSize, step = prims.maxElems(), block = args.count;
     auto at = [&](int owner, size_t off) { return out + (owner * block + off) * es; };
     for (size_t off = 0; off < block; off += step) {
       size_t len = std::min(step, block - off);
-      BRAID_TRY(prims.copyCopySend(in + off * es, at(comm.rank, off), len));
+      BRAID_TRY(prims.copyCopySend(in + off * es, at(ctx.rank(), off), len));
       for (int s = 1; s < n - 1; s++) BRAID_TRY(prims.recvCopySend(at(ring.chunkAt(s), off), len));
       BRAID_TRY(prims.recv(at(ring.chunkAt(n - 1), off), len));
     }

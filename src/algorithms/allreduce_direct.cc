@@ -6,9 +6,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/primitives.h"
-#include "algorithms/registry.h"
-#include "core/comm.h"
 #include "util/status.h"
 
 namespace braid {
@@ -18,27 +17,27 @@ class DirectAllReduce : public Algorithm {
  public:
   const char* name() const override { return "Direct"; }
 
-  bool supports(const CollArgs& args, const ncclComm& comm) const override {
-    return args.coll == CollType::kAllReduce && comm.nranks > 1 && allPairsConnected(comm);
+  bool supports(const CollArgs& args, const Context& ctx) const override {
+    return args.coll == CollType::kAllReduce && ctx.nranks() > 1 && ctx.team.allPairsConnected();
   }
 
-  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
+  ncclResult_t run(const CollArgs& args, Context& ctx) const override {
     // Messages larger than a slot go in slot-sized chunks, each a one-shot of its own.
-    size_t step = (comm.config.slotBytes / args.elemSize) & ~size_t(63);
-    if (step == 0) step = comm.config.slotBytes / args.elemSize;
+    size_t step = (ctx.config.slotBytes / args.elemSize) & ~size_t(63);
+    if (step == 0) step = ctx.config.slotBytes / args.elemSize;
     const size_t es = args.elemSize;
     for (size_t off = 0; off < args.count; off += step) {
       size_t n = std::min(step, args.count - off);
-      BRAID_TRY(oneShot(args, comm, static_cast<const char*>(args.sendbuff) + off * es,
+      BRAID_TRY(oneShot(args, ctx, static_cast<const char*>(args.sendbuff) + off * es,
                         static_cast<char*>(args.recvbuff) + off * es, n));
     }
     return ncclSuccess;
   }
 
  private:
-  static ncclResult_t oneShot(const CollArgs& args, ncclComm& comm, const void* in, void* out,
+  static ncclResult_t oneShot(const CollArgs& args, Context& ctx, const void* in, void* out,
                               size_t count) {
-    const int n = comm.nranks, me = comm.rank;
+    const int n = ctx.nranks(), me = ctx.rank();
     const size_t bytes = count * args.elemSize;
     // Post pre(x) to every peer. This rank's own term is kept in a scratch buffer: the output
     // may alias the input (in place), and a send slot cannot serve, since the peer owning that
@@ -48,9 +47,9 @@ class DirectAllReduce : public Algorithm {
     const void* own = scratch.data();
     kernels::reduce(args.op, scratch.data(), nullptr, nullptr, in, count, kernels::kApplyPre);
     for (int i = 1; i < n; i++) {
-      FifoSender& f = comm.sendTo[(me + i) % n]->fifo();
+      FifoSender& f = ctx.sendFifo((me + i) % n);
       void* slot;
-      BRAID_TRY(f.acquire(comm.policy, &slot));
+      BRAID_TRY(f.acquire(ctx.policy(), &slot));
       kernels::copy(slot, nullptr, own, bytes);
       f.post(slotInfo(static_cast<uint32_t>(bytes), args.fingerprint));
     }
@@ -60,8 +59,8 @@ class DirectAllReduce : public Algorithm {
     FifoReceiver* firstFrom = nullptr;
     for (int k = 0; k < n; k++) {
       const void* term = own;
-      FifoReceiver* from = k == me ? nullptr : &comm.recvFrom[k]->fifo();
-      if (from) BRAID_TRY(waitForSlot(comm, args, k, bytes, &term));
+      FifoReceiver* from = k == me ? nullptr : &ctx.recvFifo(k);
+      if (from) BRAID_TRY(waitForSlot(ctx, args, k, bytes, &term));
       if (!acc) {
         acc = term;  // the first term: combined with the second one next
         firstFrom = from;

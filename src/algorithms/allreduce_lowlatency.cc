@@ -9,9 +9,8 @@
 // gets bitwise-identical output and LowLatency and Direct agree bit for bit.
 #include <vector>
 
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/primitives.h"
-#include "algorithms/registry.h"
-#include "core/comm.h"
 #include "util/status.h"
 
 namespace braid {
@@ -21,13 +20,13 @@ class LowLatencyAllReduce : public Algorithm {
  public:
   const char* name() const override { return "LowLatency"; }
 
-  bool supports(const CollArgs& args, const ncclComm& comm) const override {
-    return args.coll == CollType::kAllReduce && comm.nranks > 1 &&
-           args.count * args.elemSize <= kMailboxBytes && allPeersShareMemory(comm);
+  bool supports(const CollArgs& args, const Context& ctx) const override {
+    return args.coll == CollType::kAllReduce && ctx.nranks() > 1 &&
+           args.count * args.elemSize <= kMailboxBytes && ctx.team.peersShareMemory;
   }
 
-  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
-    const int n = comm.nranks, me = comm.rank;
+  ncclResult_t run(const CollArgs& args, Context& ctx) const override {
+    const int n = ctx.nranks(), me = ctx.rank();
     const size_t count = args.count;
     const auto bytes = static_cast<uint32_t>(count * args.elemSize);
     // pre(x) once, into a per-thread buffer that is also this rank's own term (the input may
@@ -37,15 +36,15 @@ class LowLatencyAllReduce : public Algorithm {
     kernels::reduce(args.op, own.data(), nullptr, nullptr, args.sendbuff, count,
                     kernels::kApplyPre);
     for (int i = 1; i < n; i++)
-      comm.sendTo[(me + i) % n]->fifo().mailbox().post(own.data(), bytes, args.fingerprint.words);
+      ctx.sendFifo((me + i) % n).mailbox().post(own.data(), bytes, args.fingerprint.words);
 
     const void* acc = nullptr;
     for (int k = 0; k < n; k++) {
       const void* term = own.data();
       if (k != me) {
         const MailboxEntry* e;
-        BRAID_TRY(comm.recvFrom[k]->fifo().waitMailbox(comm.policy, &e));
-        BRAID_TRY(checkEntry(comm, args, k, bytes, *e));
+        BRAID_TRY(ctx.recvFifo(k).waitMailbox(ctx.policy(), &e));
+        BRAID_TRY(checkEntry(ctx, args, k, bytes, *e));
         term = e->data;
       }
       if (!acc) {
@@ -57,19 +56,19 @@ class LowLatencyAllReduce : public Algorithm {
       acc = args.recvbuff;
     }
     for (int k = 0; k < n; k++)
-      if (k != me) comm.recvFrom[k]->fifo().mailbox().done();
+      if (k != me) ctx.recvFifo(k).mailbox().done();
     return ncclSuccess;
   }
 
  private:
-  static ncclResult_t checkEntry(const ncclComm& comm, const CollArgs& args, int from,
-                                 uint32_t bytes, const MailboxEntry& e) {
+  static ncclResult_t checkEntry(const Context& ctx, const CollArgs& args, int from, uint32_t bytes,
+                                 const MailboxEntry& e) {
     Fingerprint theirs;
     for (int i = 0; i < 3; i++) theirs.words[i] = e.op[i];
     if (theirs == args.fingerprint && e.bytes == bytes) return ncclSuccess;
     SlotInfo info{e.bytes, theirs.tag(), {e.op[0], e.op[1], e.op[2]}};
     return fail(ncclInvalidUsage, "%s",
-                describeMismatch(comm.rank, args.fingerprint, bytes, from, info).c_str());
+                describeMismatch(ctx.rank(), args.fingerprint, bytes, from, info).c_str());
   }
 };
 

@@ -5,8 +5,8 @@
 // and then copied, so all ranks receive bitwise-identical results.
 #include <vector>
 
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/bruck.h"
-#include "algorithms/registry.h"
 
 namespace braid {
 namespace {
@@ -14,21 +14,21 @@ namespace {
 class RabenseifnerAllReduce : public Algorithm {
  public:
   const char* name() const override { return "Rabenseifner"; }
-  bool supports(const CollArgs& args, const ncclComm& comm) const override {
-    return args.coll == CollType::kAllReduce && comm.nranks > 1 && allPairsConnected(comm);
+  bool supports(const CollArgs& args, const Context& ctx) const override {
+    return args.coll == CollType::kAllReduce && ctx.nranks() > 1 && ctx.team.allPairsConnected();
   }
-  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
+  ncclResult_t run(const CollArgs& args, Context& ctx) const override {
     if (args.count == 0) return ncclSuccess;
-    const int n = comm.nranks;
+    const int n = ctx.nranks();
     const size_t each = args.count / n, extra = args.count % n;
     std::vector<size_t> starts(n + 1);
     for (int b = 0; b <= n; b++) starts[b] = b * each + std::min(static_cast<size_t>(b), extra);
-    BruckLayout layout(comm.rank, n, std::move(starts));
+    BruckLayout layout(ctx.rank(), n, std::move(starts));
     thread_local std::vector<char> storage;
     char* acc = pageAlignedScratch(storage, layout.total() * args.elemSize);
     layout.rotateIn(args, args.sendbuff, acc, true);
-    BRAID_TRY(runBruckReduceScatter(comm, args, layout, acc, acc));
-    BRAID_TRY(runBruckAllGather(comm, args, layout, acc));
+    BRAID_TRY(runBruckReduceScatter(ctx, args, layout, acc, acc));
+    BRAID_TRY(runBruckAllGather(ctx, args, layout, acc));
     layout.rotateOut(args, acc, args.recvbuff);
     return ncclSuccess;
   }

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/primitives.h"
-#include "algorithms/registry.h"
 #include "patterns/ring.h"
 
 namespace braid {
@@ -58,15 +58,15 @@ class RingAllReduce : public Algorithm {
  public:
   const char* name() const override { return "Ring"; }
   bool movesDeviceMemory() const override { return true; }
-  bool supports(const CollArgs& args, const ncclComm& comm) const override {
-    return args.coll == CollType::kAllReduce && comm.nranks > 1;
+  bool supports(const CollArgs& args, const Context& ctx) const override {
+    return args.coll == CollType::kAllReduce && ctx.nranks() > 1;
   }
 
-  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
-    patterns::Ring ring{comm.rank, comm.nranks};
-    const int n = comm.nranks;
+  ncclResult_t run(const CollArgs& args, Context& ctx) const override {
+    patterns::Ring ring{ctx.rank(), ctx.nranks()};
+    const int n = ctx.nranks();
     int prev = ring.prev(), next = ring.next();
-    Primitives prims(comm, args, std::span<const int>(&prev, 1), std::span<const int>(&next, 1));
+    Primitives prims(ctx, args, std::span<const int>(&prev, 1), std::span<const int>(&next, 1));
     const size_t count = args.count;
     const RingLayout layout{count, prims.maxElems(), std::max<size_t>(1, 64 / args.elemSize), n};
     auto* in = static_cast<const char*>(args.sendbuff);

@@ -5,8 +5,8 @@
 // Latency grows with log2(n) instead of n, which wins for small messages at larger rank counts.
 #include <algorithm>
 
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/primitives.h"
-#include "algorithms/registry.h"
 #include "patterns/tree.h"
 
 namespace braid {
@@ -16,23 +16,23 @@ class TreeAllReduce : public Algorithm {
  public:
   const char* name() const override { return "Tree"; }
   bool movesDeviceMemory() const override { return true; }
-  bool supports(const CollArgs& args, const ncclComm& comm) const override {
-    return args.coll == CollType::kAllReduce && comm.nranks > 1;
+  bool supports(const CollArgs& args, const Context& ctx) const override {
+    return args.coll == CollType::kAllReduce && ctx.nranks() > 1;
   }
 
-  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
+  ncclResult_t run(const CollArgs& args, Context& ctx) const override {
     patterns::TreeNode node[2];
     size_t start[2], count[2];
     count[0] = args.count / 2 + (args.count % 2);
     count[1] = args.count - count[0];
     start[0] = 0;
     start[1] = count[0];
-    for (int t = 0; t < 2; t++) node[t] = patterns::doubleBinaryTree(comm.rank, comm.nranks, t);
+    for (int t = 0; t < 2; t++) node[t] = patterns::doubleBinaryTree(ctx.rank(), ctx.nranks(), t);
 
-    Primitives up0(comm, args, node[0].children, std::span<const int>(&node[0].parent, 1));
-    Primitives up1(comm, args, node[1].children, std::span<const int>(&node[1].parent, 1));
-    Primitives down0(comm, args, std::span<const int>(&node[0].parent, 1), node[0].children);
-    Primitives down1(comm, args, std::span<const int>(&node[1].parent, 1), node[1].children);
+    Primitives up0(ctx, args, node[0].children, std::span<const int>(&node[0].parent, 1));
+    Primitives up1(ctx, args, node[1].children, std::span<const int>(&node[1].parent, 1));
+    Primitives down0(ctx, args, std::span<const int>(&node[0].parent, 1), node[0].children);
+    Primitives down1(ctx, args, std::span<const int>(&node[1].parent, 1), node[1].children);
     Primitives* up[2] = {&up0, &up1};
     Primitives* down[2] = {&down0, &down1};
 

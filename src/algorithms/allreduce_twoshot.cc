@@ -8,9 +8,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/primitives.h"
-#include "algorithms/registry.h"
-#include "core/comm.h"
 #include "util/status.h"
 
 namespace braid {
@@ -20,29 +19,29 @@ class TwoShotAllReduce : public Algorithm {
  public:
   const char* name() const override { return "TwoShot"; }
 
-  bool supports(const CollArgs& args, const ncclComm& comm) const override {
-    return args.coll == CollType::kAllReduce && comm.nranks > 1 && allPairsConnected(comm);
+  bool supports(const CollArgs& args, const Context& ctx) const override {
+    return args.coll == CollType::kAllReduce && ctx.nranks() > 1 && ctx.team.allPairsConnected();
   }
 
-  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
+  ncclResult_t run(const CollArgs& args, Context& ctx) const override {
     // Each round moves one slot of data per peer and phase: n slots' worth of the message.
-    size_t perSlot = (comm.config.slotBytes / args.elemSize) & ~size_t(63);
-    if (perSlot == 0) perSlot = comm.config.slotBytes / args.elemSize;
-    const size_t step = perSlot * comm.nranks, es = args.elemSize;
+    size_t perSlot = (ctx.config.slotBytes / args.elemSize) & ~size_t(63);
+    if (perSlot == 0) perSlot = ctx.config.slotBytes / args.elemSize;
+    const size_t step = perSlot * ctx.nranks(), es = args.elemSize;
     for (size_t off = 0; off < args.count; off += step) {
       size_t n = std::min(step, args.count - off);
-      BRAID_TRY(twoShot(args, comm, static_cast<const char*>(args.sendbuff) + off * es,
+      BRAID_TRY(twoShot(args, ctx, static_cast<const char*>(args.sendbuff) + off * es,
                         static_cast<char*>(args.recvbuff) + off * es, n));
     }
     return ncclSuccess;
   }
 
  private:
-  static ncclResult_t post(ncclComm& comm, const CollArgs& args, int to, const void* src,
+  static ncclResult_t post(Context& ctx, const CollArgs& args, int to, const void* src,
                            size_t count, bool applyPre) {
-    FifoSender& f = comm.sendTo[to]->fifo();
+    FifoSender& f = ctx.sendFifo(to);
     void* slot;
-    BRAID_TRY(f.acquire(comm.policy, &slot));
+    BRAID_TRY(f.acquire(ctx.policy(), &slot));
     if (applyPre)
       kernels::reduce(args.op, slot, nullptr, nullptr, src, count, kernels::kApplyPre);
     else
@@ -51,9 +50,9 @@ class TwoShotAllReduce : public Algorithm {
     return ncclSuccess;
   }
 
-  static ncclResult_t twoShot(const CollArgs& args, ncclComm& comm, const char* in, char* out,
+  static ncclResult_t twoShot(const CollArgs& args, Context& ctx, const char* in, char* out,
                               size_t count) {
-    const int n = comm.nranks, me = comm.rank;
+    const int n = ctx.nranks(), me = ctx.rank();
     const size_t es = args.elemSize;
     const Block mine = blockOf(count, n, me);
     // This rank's own term, pre-op applied, kept aside: the output may alias the input.
@@ -65,7 +64,7 @@ class TwoShotAllReduce : public Algorithm {
     for (int i = 1; i < n; i++) {
       const int to = (me + i) % n;
       const Block b = blockOf(count, n, to);
-      BRAID_TRY(post(comm, args, to, in + b.start * es, b.len, true));
+      BRAID_TRY(post(ctx, args, to, in + b.start * es, b.len, true));
     }
     // Combine this rank's block in rank order; a slot is released once it has been read.
     char* result = out + mine.start * es;
@@ -75,8 +74,8 @@ class TwoShotAllReduce : public Algorithm {
       const void* term = scratch.data();
       FifoReceiver* from = nullptr;
       if (k != me) {
-        BRAID_TRY(waitForSlot(comm, args, k, mine.len * es, &term));
-        from = &comm.recvFrom[k]->fifo();
+        BRAID_TRY(waitForSlot(ctx, args, k, mine.len * es, &term));
+        from = &ctx.recvFifo(k);
       }
       if (!acc) {
         acc = term;
@@ -91,14 +90,14 @@ class TwoShotAllReduce : public Algorithm {
       if (from) from->release();
     }
     // Shot 2: the final block to every peer, theirs into the output.
-    for (int i = 1; i < n; i++) BRAID_TRY(post(comm, args, (me + i) % n, result, mine.len, false));
+    for (int i = 1; i < n; i++) BRAID_TRY(post(ctx, args, (me + i) % n, result, mine.len, false));
     for (int i = 1; i < n; i++) {
       const int from = (me + n - i) % n;
       const Block b = blockOf(count, n, from);
       const void* data;
-      BRAID_TRY(waitForSlot(comm, args, from, b.len * es, &data));
+      BRAID_TRY(waitForSlot(ctx, args, from, b.len * es, &data));
       kernels::copy(out + b.start * es, nullptr, data, b.len * es);
-      comm.recvFrom[from]->fifo().release();
+      ctx.recvFifo(from).release();
     }
     return ncclSuccess;
   }

@@ -7,8 +7,8 @@
 // Per rank this reads 2 - 1/n and writes 1 message's worth, against the FIFO algorithms' extra
 // copy into and out of every slot. In place is safe: in phase 1 rank j writes only block j, which
 // no peer reads then; in phase 2 it overwrites the peers' blocks, which they finished reading.
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/primitives.h"
-#include "algorithms/registry.h"
 #include "algorithms/zero_copy.h"
 #include "util/status.h"
 
@@ -19,27 +19,27 @@ class ZeroCopyAllReduce : public Algorithm {
  public:
   const char* name() const override { return "ZeroCopy"; }
 
-  bool supports(const CollArgs& args, const ncclComm& comm) const override {
-    return args.coll == CollType::kAllReduce && zeroCopyCandidate(comm, args.count * args.elemSize);
+  bool supports(const CollArgs& args, const Context& ctx) const override {
+    return args.coll == CollType::kAllReduce && zeroCopyCandidate(ctx, args.count * args.elemSize);
   }
 
-  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
-    const int n = comm.nranks, me = comm.rank;
+  ncclResult_t run(const CollArgs& args, Context& ctx) const override {
+    const int n = ctx.nranks(), me = ctx.rank();
     const size_t bytes = args.count * args.elemSize, es = args.elemSize;
     ZeroCopyView view;
-    BRAID_TRY(zeroCopyExchange(comm, args, bytes, bytes, &view));
-    if (!view.usable) return zeroCopyFallback(comm, args, this, ringAllReduce());
+    BRAID_TRY(zeroCopyExchange(ctx, args, bytes, bytes, &view));
+    if (!view.usable) return zeroCopyFallback(ctx, args, ringAllReduce());
     const Block mine = blockOf(args.count, n, me);
     zeroCopyReduce(view, args, mine.start, mine.len,
                    static_cast<char*>(args.recvbuff) + mine.start * es);
-    BRAID_TRY(zeroCopyBarrier(comm, args));
+    BRAID_TRY(zeroCopyBarrier(ctx, args));
     for (int i = 1; i < n; i++) {
       const int k = (me + i) % n;
       const Block b = blockOf(args.count, n, k);
       kernels::copy(static_cast<char*>(args.recvbuff) + b.start * es, nullptr,
                     view.recv[k] + b.start * es, b.len * es);
     }
-    return zeroCopyBarrier(comm, args);
+    return zeroCopyBarrier(ctx, args);
   }
 };
 

@@ -38,18 +38,18 @@ inline ncclResult_t pipelineBroadcast(Primitives& prims, const CollArgs& args, B
 /// in a loop, docs/reliability.md); on disagreement each self-declared root receives a data slot
 /// naming another root, or (waiting for a roll call that never comes) sees the rank it waits for
 /// leave the call (mismatch_watch.h).
-inline ncclResult_t broadcastWithRollCall(ncclComm& comm, const CollArgs& args, Primitives& prims,
+inline ncclResult_t broadcastWithRollCall(Context& ctx, const CollArgs& args, Primitives& prims,
                                           BroadcastRole role) {
   const int root = args.root;
-  const int beforeRoot = (root - 1 + comm.nranks) % comm.nranks;
+  const int beforeRoot = (root - 1 + ctx.nranks()) % ctx.nranks();
   char none = 0;
-  if (comm.rank == beforeRoot) {
-    Primitives call(comm, args, {}, std::span<const int>(&root, 1));
+  if (ctx.rank() == beforeRoot) {
+    Primitives call(ctx, args, {}, std::span<const int>(&root, 1));
     BRAID_TRY(call.copySend(&none, 0));
   }
   BRAID_TRY(pipelineBroadcast(prims, args, role));
-  if (comm.rank == root) {
-    Primitives call(comm, args, std::span<const int>(&beforeRoot, 1), {});
+  if (ctx.rank() == root) {
+    Primitives call(ctx, args, std::span<const int>(&beforeRoot, 1), {});
     BRAID_TRY(call.recv(&none, 0));
   }
   return ncclSuccess;

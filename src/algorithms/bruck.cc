@@ -15,10 +15,10 @@ namespace {
 // slot-sized piece of each in turn. Every rank sends piece i before it waits for piece i, so a
 // blocked send always waits on a lower-numbered piece and the exchange cannot deadlock.
 template <typename OnPiece>
-ncclResult_t exchange(ncclComm& comm, const CollArgs& args, int to, const char* src, size_t sendLen,
+ncclResult_t exchange(Context& ctx, const CollArgs& args, int to, const char* src, size_t sendLen,
                       int from, size_t recvLen, OnPiece onPiece) {
-  Primitives out(comm, args, std::span<const int>(), std::span<const int>(&to, 1));
-  Primitives in(comm, args, std::span<const int>(&from, 1), std::span<const int>());
+  Primitives out(ctx, args, std::span<const int>(), std::span<const int>(&to, 1));
+  Primitives in(ctx, args, std::span<const int>(&from, 1), std::span<const int>());
   const size_t step = out.maxElems(), es = args.elemSize;
   for (size_t off = 0; off < std::max(sendLen, recvLen); off += step) {
     if (off < sendLen) BRAID_TRY(out.copySend(src + off * es, std::min(step, sendLen - off)));
@@ -94,7 +94,7 @@ char* pageAlignedScratch(std::vector<char>& storage, size_t bytes) {
 // The transpose of the allgather below, steps in reverse: before step k a rank holds partial
 // results for relative blocks [0, min(2^(k+1), n)); it hands the upper part to the rank 2^k
 // ahead (for which they are blocks [0, m)) and folds in what the rank 2^k behind hands it.
-ncclResult_t runBruckReduceScatter(ncclComm& comm, const CollArgs& args, const BruckLayout& layout,
+ncclResult_t runBruckReduceScatter(Context& ctx, const CollArgs& args, const BruckLayout& layout,
                                    void* acc, void* final) {
   const int n = layout.nranks, r = layout.rank;
   const size_t es = args.elemSize;
@@ -113,7 +113,7 @@ ncclResult_t runBruckReduceScatter(ncclComm& comm, const CollArgs& args, const B
                       k == 0 ? kernels::kApplyPost : 0u);
       return ncclSuccess;
     };
-    BRAID_TRY(exchange(comm, args, (r + d) % n, base + rel[d] * es, rel[d + m] - rel[d],
+    BRAID_TRY(exchange(ctx, args, (r + d) % n, base + rel[d] * es, rel[d + m] - rel[d],
                        (r - d + n) % n, rel[m], fold));
   }
   return ncclSuccess;
@@ -122,7 +122,7 @@ ncclResult_t runBruckReduceScatter(ncclComm& comm, const CollArgs& args, const B
 // Before step k a rank holds relative blocks [0, 2^k); it sends the first m of them to the rank
 // 2^k behind (for which they are blocks [2^k, 2^k + m)) and receives its own [2^k, 2^k + m) from
 // the rank 2^k ahead.
-ncclResult_t runBruckAllGather(ncclComm& comm, const CollArgs& args, const BruckLayout& layout,
+ncclResult_t runBruckAllGather(Context& ctx, const CollArgs& args, const BruckLayout& layout,
                                void* buf) {
   const int n = layout.nranks, r = layout.rank;
   const size_t es = args.elemSize;
@@ -133,7 +133,7 @@ ncclResult_t runBruckAllGather(ncclComm& comm, const CollArgs& args, const Bruck
     auto store = [&](Primitives& in, size_t off, size_t len) {
       return in.recv(base + (rel[d] + off) * es, len);
     };
-    BRAID_TRY(exchange(comm, args, (r - d + n) % n, base, rel[m], (r + d) % n, rel[d + m] - rel[d],
+    BRAID_TRY(exchange(ctx, args, (r - d + n) % n, base, rel[m], (r + d) % n, rel[d + m] - rel[d],
                        store));
   }
   return ncclSuccess;

@@ -11,7 +11,6 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/primitives.h"
-#include "core/comm.h"
 
 namespace braid {
 
@@ -40,12 +39,12 @@ char* pageAlignedScratch(std::vector<char>& storage, size_t bytes);
 
 /// Reduce-scatter on the rotated buffer `acc` (pre-op already applied): on return relative
 /// block 0 holds this rank's fully reduced block, post-op applied, in `final` (may equal acc).
-ncclResult_t runBruckReduceScatter(ncclComm& comm, const CollArgs& args, const BruckLayout& layout,
+ncclResult_t runBruckReduceScatter(Context& ctx, const CollArgs& args, const BruckLayout& layout,
                                    void* acc, void* final);
 
 /// Allgather on the rotated buffer `buf` whose relative block 0 holds this rank's block: on
 /// return every relative block is filled.
-ncclResult_t runBruckAllGather(ncclComm& comm, const CollArgs& args, const BruckLayout& layout,
+ncclResult_t runBruckAllGather(Context& ctx, const CollArgs& args, const BruckLayout& layout,
                                void* buf);
 
 }  // namespace braid

@@ -5,28 +5,27 @@
 #pragma once
 
 #include "algorithms/algorithm.h"
-#include "core/comm.h"
 #include "device/device_runtime.h"
 #include "kernels/reduce.h"
 
 namespace braid {
 
-inline ncclResult_t reduceData(const ncclComm& comm, const CollArgs& args, void* out0, void* out1,
+inline ncclResult_t reduceData(const Context& ctx, const CollArgs& args, void* out0, void* out1,
                                const void* acc, const void* local, size_t count, unsigned flags) {
   if (!args.device) {
     kernels::reduce(args.op, out0, out1, acc, local, count, flags);
     return ncclSuccess;
   }
-  return deviceRuntime().reduce(comm.cudaDevice, args.op, out0, out1, acc, local, count, flags);
+  return deviceRuntime().reduce(ctx.cudaDevice, args.op, out0, out1, acc, local, count, flags);
 }
 
-inline ncclResult_t copyData(const ncclComm& comm, bool device, void* out0, void* out1,
+inline ncclResult_t copyData(const Context& ctx, bool device, void* out0, void* out1,
                              const void* src, size_t bytes) {
   if (!device) {
     kernels::copy(out0, out1, src, bytes);
     return ncclSuccess;
   }
-  return deviceRuntime().copy(comm.cudaDevice, out0, out1, src, bytes);
+  return deviceRuntime().copy(ctx.cudaDevice, out0, out1, src, bytes);
 }
 
 }  // namespace braid

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/algorithm_registry.h"
 
 namespace braid {
 namespace {
@@ -16,9 +17,6 @@ constexpr uint64_t kOpPreMulSum = 5;
 
 constexpr uint64_t kAlgoMask = uint64_t(0x7f) << 24;
 constexpr uint64_t kDeviceBit = uint64_t(1) << 31;  // moved over the P2P transport's device slots
-const char* const kAlgoNames[] = {"",      "Ring",         "Tree",    "Self",     "Direct",
-                                  "Bruck", "Rabenseifner", "TwoShot", "ZeroCopy", "LowLatency"};
-
 uint64_t packWord2(OpKind kind, int dtype, uint64_t op, uint64_t algo, int rootOrPeer) {
   return static_cast<uint64_t>(kind) | (static_cast<uint64_t>(dtype & 0xff) << 8) | (op << 16) |
          (algo << 24) | (static_cast<uint64_t>(static_cast<uint32_t>(rootOrPeer)) << 32);
@@ -30,17 +28,12 @@ uint64_t algoId(const char* name) {
   thread_local uint64_t lastId = 0;
   if (name && name == lastName) return lastId;
   lastName = name;
-  lastId = 0;
-  for (uint64_t i = 1; i < sizeof(kAlgoNames) / sizeof(kAlgoNames[0]); i++)
-    if (name && strcmp(name, kAlgoNames[i]) == 0) return lastId = i;
-  return 0;
+  return lastId = name ? algorithmId(name) : 0;
 }
 
 const char* kindName(OpKind k) {
-  static const char* const kNames[] = {"AllReduce", "Broadcast",     "Reduce",
-                                       "AllGather", "ReduceScatter", "Send"};
-  size_t i = static_cast<size_t>(k);
-  return i < sizeof(kNames) / sizeof(kNames[0]) ? kNames[i] : "unknown";
+  if (k == OpKind::kSend) return "Send";
+  return static_cast<size_t>(k) < kNumCollectives ? collName(static_cast<CollType>(k)) : "unknown";
 }
 
 const char* dtypeName(int dtype) {
@@ -55,7 +48,8 @@ const char* opName(uint64_t op) {
 }
 
 bool isRooted(OpKind k) {
-  return k == OpKind::kBroadcast || k == OpKind::kReduce;
+  return static_cast<size_t>(k) < kNumCollectives &&
+         collectiveInfo(static_cast<CollType>(k)).rooted;
 }
 
 }  // namespace
@@ -111,9 +105,8 @@ std::string describeCall(const Fingerprint& f, bool asReceiver, int sender, bool
     n += snprintf(buf + n, sizeof(buf) - n, ") #%llu", seq);
   const uint64_t algo = (f.words[2] & kAlgoMask) >> 24;
   if (withAlgorithm && n > 0 && static_cast<size_t>(n) < sizeof(buf))
-    n += snprintf(
-        buf + n, sizeof(buf) - n, " with %s",
-        algo < sizeof(kAlgoNames) / sizeof(kAlgoNames[0]) && algo ? kAlgoNames[algo] : "?");
+    n += snprintf(buf + n, sizeof(buf) - n, " with %s",
+                  *algorithmNameOf(algo) ? algorithmNameOf(algo) : "?");
   if ((f.words[2] & kDeviceBit) && n > 0 && static_cast<size_t>(n) < sizeof(buf))
     snprintf(buf + n, sizeof(buf) - n, " on device buffers");
   return buf;
@@ -135,7 +128,10 @@ std::string describeMismatch(int rank, const Fingerprint& mine, size_t myBytes, 
   std::string text = "operation mismatch: rank " + std::to_string(rank) + " called " + me +
                      " but rank " + std::to_string(peer) + " called " +
                      describeCall(other, false, -1, algoOnly);
-  if (algoOnly) text += " (NCCL_ALGO differs between the ranks)";
+  if (algoOnly)
+    text +=
+        " (the ranks chose different algorithms: NCCL_ALGO, NCCL_PROTO or BRAID_TUNER_ADAPT "
+        "differs between them)";
   if (placeDiffers)
     text +=
         " (one rank's buffers are device memory, the other's host memory: on a "

@@ -9,21 +9,17 @@
 #include <cstdint>
 #include <string>
 
+#include "algorithms/collectives.h"
 #include "transports/fifo.h"
 
 namespace braid {
 
 struct CollArgs;
 
-/// The kinds of operation a fingerprint names; collectives keep CollType's order.
+/// The kinds of operation a fingerprint names: a collective's is its CollType's value
+/// (collectives.h), then point-to-point.
 enum class OpKind : uint8_t {
-  kAllReduce = 0,
-  kBroadcast,
-  kReduce,
-  kAllGather,
-  kReduceScatter,
-  kSend,  ///< point-to-point; the receiver expects a Send addressed to itself
-  kCount
+  kSend = 16,  ///< point-to-point; the receiver expects a Send addressed to itself
 };
 
 struct Fingerprint {

@@ -2,18 +2,17 @@
 
 #include <string>
 
-#include "core/comm.h"
 #include "util/status.h"
 
 namespace braid {
 
-MismatchWatch::MismatchWatch(ncclComm& comm, const CollArgs& args)
-    : comm_(comm), args_(args), previous_(comm.policy.stall) {
-  comm_.policy.stall = this;
+MismatchWatch::MismatchWatch(Context& ctx, const CollArgs& args)
+    : ctx_(ctx), args_(args), previous_(ctx.policy().stall) {
+  ctx_.policy().stall = this;
 }
 
 MismatchWatch::~MismatchWatch() {
-  comm_.policy.stall = previous_;
+  ctx_.policy().stall = previous_;
 }
 
 ncclResult_t MismatchWatch::onStall(const WakeWord& waitingOn) {
@@ -22,15 +21,15 @@ ncclResult_t MismatchWatch::onStall(const WakeWord& waitingOn) {
     uint64_t status[kFifoStatusWords];
     for (int i = 0; i < 3; i++) {
       status[i] = mine.words[i];
-      status[3 + i] = comm_.lastCollective[i];
+      status[3 + i] = ctx_.ops.lastCollective[i];
     }
-    for (auto& conn : comm_.sendTo)
+    for (auto& conn : ctx_.team.sendTo)
       if (conn) conn->fifo().publishStatus(status);
     published_ = true;
   }
-  for (size_t p = 0; p < comm_.recvFrom.size(); p++) {
-    if (!comm_.recvFrom[p]) continue;
-    FifoReceiver& fifo = comm_.recvFrom[p]->fifo();
+  for (size_t p = 0; p < ctx_.team.recvFrom.size(); p++) {
+    if (!ctx_.team.recvFrom[p]) continue;
+    FifoReceiver& fifo = ctx_.recvFifo(p);
     uint64_t status[kFifoStatusWords];
     if (!fifo.peerStatus(status)) continue;
     Fingerprint current, previous;
@@ -59,7 +58,7 @@ ncclResult_t MismatchWatch::onStall(const WakeWord& waitingOn) {
       return fail(ncclInvalidUsage,
                   "operation mismatch: rank %d called %s and waits for data from rank %d, but "
                   "rank %d has already left call #%llu (it is in %s)",
-                  comm_.rank, describeCall(mine).c_str(), peer, peer,
+                  ctx_.rank(), describeCall(mine).c_str(), peer, peer,
                   static_cast<unsigned long long>(mine.seq()), describeCall(current).c_str());
     }
   }
@@ -69,7 +68,7 @@ ncclResult_t MismatchWatch::onStall(const WakeWord& waitingOn) {
 ncclResult_t MismatchWatch::mismatch(int peer, const Fingerprint& theirs) {
   SlotInfo info = slotInfo(0, theirs);
   return fail(ncclInvalidUsage, "%s",
-              describeMismatch(comm_.rank, args_.fingerprint, 0, peer, info).c_str());
+              describeMismatch(ctx_.rank(), args_.fingerprint, 0, peer, info).c_str());
 }
 
 }  // namespace braid

@@ -12,14 +12,12 @@
 #include "algorithms/algorithm.h"
 #include "util/wait.h"
 
-struct ncclComm;
-
 namespace braid {
 
 class MismatchWatch : public StallObserver {
  public:
-  /// Installs itself in comm.policy for the lifetime of the object (one running collective).
-  MismatchWatch(ncclComm& comm, const CollArgs& args);
+  /// Installs itself in ctx.policy() for the lifetime of the object (one running collective).
+  MismatchWatch(Context& ctx, const CollArgs& args);
   ~MismatchWatch() override;
   MismatchWatch(const MismatchWatch&) = delete;
   MismatchWatch& operator=(const MismatchWatch&) = delete;
@@ -29,7 +27,7 @@ class MismatchWatch : public StallObserver {
  private:
   ncclResult_t mismatch(int peer, const Fingerprint& theirs);
 
-  ncclComm& comm_;
+  Context& ctx_;
   const CollArgs& args_;
   StallObserver* previous_;
   bool published_ = false;

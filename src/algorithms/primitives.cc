@@ -9,39 +9,29 @@
 
 namespace braid {
 
-bool allPairsConnected(const ncclComm& comm) {
-  for (int p = 0; p < comm.nranks; p++)
-    if (p != comm.rank && (!comm.sendTo[p] || !comm.recvFrom[p])) return false;
-  return true;
-}
-
-bool allPeersShareMemory(const ncclComm& comm) {
-  return comm.peersShareMemory;  // decided once the connections are made (commInit)
-}
-
-ncclResult_t waitForSlot(ncclComm& comm, const CollArgs& args, int from, size_t bytes,
+ncclResult_t waitForSlot(Context& ctx, const CollArgs& args, int from, size_t bytes,
                          const void** data) {
   SlotInfo info;
-  BRAID_TRY(comm.recvFrom[from]->fifo().wait(comm.policy, data, &info));
+  BRAID_TRY(ctx.recvFifo(from).wait(ctx.policy(), data, &info));
   if (fingerprintOf(info) != args.fingerprint || info.bytes != bytes)
     return fail(ncclInvalidUsage, "%s",
-                describeMismatch(comm.rank, args.fingerprint, bytes, from, info).c_str());
+                describeMismatch(ctx.rank(), args.fingerprint, bytes, from, info).c_str());
   return ncclSuccess;
 }
 
-Primitives::Primitives(ncclComm& comm, const CollArgs& args, std::span<const int> recvPeers,
+Primitives::Primitives(Context& ctx, const CollArgs& args, std::span<const int> recvPeers,
                        std::span<const int> sendPeers)
-    : comm_(comm), args_(args) {
-  size_t slot = comm.config.slotBytes;
+    : ctx_(ctx), args_(args) {
+  size_t slot = ctx.config.slotBytes;
   for (int p : recvPeers) {
     if (p < 0) continue;
     recvPeer_[nrecv_] = p;
-    recv_[nrecv_++] = &comm.recvFrom[p]->fifo();
+    recv_[nrecv_++] = &ctx.recvFifo(p);
   }
   for (int p : sendPeers) {
     if (p < 0) continue;
     sendPeer_[nsend_] = p;
-    send_[nsend_++] = &comm.sendTo[p]->fifo();
+    send_[nsend_++] = &ctx.sendFifo(p);
   }
   // Steps stay multiples of 64 bytes so the kernels see aligned vectors after the first step.
   maxElems_ = (slot / args.elemSize) & ~size_t(63);
@@ -54,7 +44,7 @@ Primitives::~Primitives() {
   // before it returns. A healthy connection does so within milliseconds; one that does not is
   // stuck behind the peer that failed the call, and is cut (the communicator is unusable after
   // such an error anyway) rather than adding a second timeout to the error's.
-  WaitPolicy quick = comm_.policy;
+  WaitPolicy quick = ctx_.policy();
   quick.timeoutS = std::min(quick.timeoutS, 0.1);
   quick.stall = nullptr;
   if (lentPending_) {
@@ -93,14 +83,14 @@ void Primitives::claimLanding(size_t k, bool handOver) {
 ncclResult_t Primitives::finish() {
   if (!lentPending_) return ncclSuccess;
   lentPending_ = false;
-  if (ncclResult_t r = send_[0]->waitReleased(comm_.policy); r != ncclSuccess)
+  if (ncclResult_t r = send_[0]->waitReleased(ctx_.policy()); r != ncclSuccess)
     return describeStall(r, sendPeer_[0], true);
   return ncclSuccess;
 }
 
 ncclResult_t Primitives::acquireSends(size_t) {
   for (int i = 0; i < nsend_; i++) {
-    if (ncclResult_t r = send_[i]->acquire(comm_.policy, &sendSlot_[i]); r != ncclSuccess)
+    if (ncclResult_t r = send_[i]->acquire(ctx_.policy(), &sendSlot_[i]); r != ncclSuccess)
       return describeStall(r, sendPeer_[i], true);
     if (args_.device) sendSlot_[i] = send_[i]->deviceSlot(sendSlot_[i]);
   }
@@ -109,25 +99,25 @@ ncclResult_t Primitives::acquireSends(size_t) {
 
 ncclResult_t Primitives::reduce(void* out0, void* out1, const void* acc, const void* local,
                                 size_t n, unsigned flags) {
-  return reduceData(comm_, args_, out0, out1, acc, local, n, flags);
+  return reduceData(ctx_, args_, out0, out1, acc, local, n, flags);
 }
 
 ncclResult_t Primitives::copy(void* out0, void* out1, const void* src, size_t bytes) {
-  return copyData(comm_, args_.device, out0, out1, src, bytes);
+  return copyData(ctx_, args_.device, out0, out1, src, bytes);
 }
 
 ncclResult_t Primitives::waitRecvs(size_t n) {
   const size_t bytes = n * args_.elemSize;
   for (int i = 0; i < nrecv_; i++) {
     SlotInfo info;
-    if (ncclResult_t r = recv_[i]->wait(comm_.policy, &recvSlot_[i], &info); r != ncclSuccess)
+    if (ncclResult_t r = recv_[i]->wait(ctx_.policy(), &recvSlot_[i], &info); r != ncclSuccess)
       return describeStall(r, recvPeer_[i], false);
     // The fingerprint check: three compares per slot, the sender's call named on a mismatch.
     if (fingerprintOf(info) != args_.fingerprint || info.bytes != bytes)
       return fail(
           ncclInvalidUsage, "%s",
-          describeMismatch(comm_.rank, args_.fingerprint, bytes, recvPeer_[i], info).c_str());
-    comm_.recorder.notePeerSeq(recvPeer_[i], info.op[0]);
+          describeMismatch(ctx_.rank(), args_.fingerprint, bytes, recvPeer_[i], info).c_str());
+    ctx_.recorder.notePeerSeq(recvPeer_[i], info.op[0]);
     if (args_.device) recvSlot_[i] = recv_[i]->deviceSlot(recvSlot_[i]);
   }
   return ncclSuccess;
@@ -138,13 +128,14 @@ ncclResult_t Primitives::waitRecvs(size_t n) {
 // what this rank sent them, so a hang report points at the rank that is missing.
 ncclResult_t Primitives::describeStall(ncclResult_t code, int peer, bool sending) {
   const unsigned long long mine = args_.fingerprint.seq();
-  const uint64_t theirs = comm_.recorder.peerSeq(peer);
+  const uint64_t theirs = ctx_.recorder.peerSeq(peer);
   std::string last = theirs ? "at #" + std::to_string(theirs) : std::string("never");
   std::string unread;
-  for (size_t p = 0; p < comm_.sendTo.size(); p++) {
+  for (size_t p = 0; p < ctx_.team.sendTo.size(); p++) {
     // A same-process peer's FIFO belongs to that peer, which may already have been destroyed.
-    if (!comm_.sendTo[p] || strcmp(comm_.sendTo[p]->transportName(), "local") == 0) continue;
-    const FifoControl* c = comm_.sendTo[p]->fifo().control();
+    if (!ctx_.team.sendTo[p] || strcmp(ctx_.team.sendTo[p]->transportName(), "local") == 0)
+      continue;
+    const FifoControl* c = ctx_.sendFifo(p).control();
     uint32_t pending =
         c->head.load(std::memory_order_relaxed) - c->tail.load(std::memory_order_relaxed);
     if (pending == 0) continue;
@@ -152,9 +143,9 @@ ncclResult_t Primitives::describeStall(ncclResult_t code, int peer, bool sending
               std::to_string(pending) + " slots)";
   }
   if (!unread.empty()) unread = "; not yet read by " + unread;
-  addContext(code, "rank %d at #%llu %s rank %d (last heard from %s; peers: %s%s)", comm_.rank,
+  addContext(code, "rank %d at #%llu %s rank %d (last heard from %s; peers: %s%s)", ctx_.rank(),
              mine, sending ? "cannot send: no free slot towards" : "is waiting for data from", peer,
-             last.c_str(), comm_.recorder.peerSummary().c_str(), unread.c_str());
+             last.c_str(), ctx_.recorder.peerSummary().c_str(), unread.c_str());
   return code;
 }
 

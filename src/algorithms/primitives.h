@@ -7,20 +7,12 @@
 #include <span>
 
 #include "algorithms/algorithm.h"
-#include "core/comm.h"
 
 namespace braid {
 
-/// True when every pair of ranks is connected (the same answer on every rank): what algorithms
-/// that exchange with arbitrary peers need (BRAID_CONNECT=neighbours connects fewer).
-bool allPairsConnected(const ncclComm& comm);
-/// True when every peer's FIFOs are memory both ends map (shm or same-process): what algorithms
-/// that read a peer's memory in place need (ZeroCopy, LowLatency).
-bool allPeersShareMemory(const ncclComm& comm);
-
 /// Waits for the next slot from `from` and checks that it belongs to `args`' operation and
 /// carries `bytes`; a mismatch fails naming both calls. The slot stays held until released.
-ncclResult_t waitForSlot(ncclComm& comm, const CollArgs& args, int from, size_t bytes,
+ncclResult_t waitForSlot(Context& ctx, const CollArgs& args, int from, size_t bytes,
                          const void** data);
 
 /// Block j of `count` elements split n ways: equal parts (multiples of 64 elements, so kernels
@@ -50,7 +42,7 @@ class LandingPlan {
 class Primitives {
  public:
   /// recvPeers/sendPeers: ranks whose connections this step pattern uses (-1 entries skipped).
-  Primitives(ncclComm& comm, const CollArgs& args, std::span<const int> recvPeers,
+  Primitives(Context& ctx, const CollArgs& args, std::span<const int> recvPeers,
              std::span<const int> sendPeers);
 
   /// Waits (bounded) for lent buffers still queued, if finish() was not reached.
@@ -107,7 +99,7 @@ class Primitives {
   const void* received() const { return recv_[0]->landedPayload(recvSlot_[0]); }
   ncclResult_t describeStall(ncclResult_t code, int peer, bool sending);
 
-  ncclComm& comm_;
+  Context& ctx_;
   const CollArgs& args_;
   FifoReceiver* recv_[2] = {};
   FifoSender* send_[2] = {};

@@ -2,8 +2,8 @@
 // each rank adding its contribution; the root applies the post-op (avg) and writes its output.
 #include <algorithm>
 
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/primitives.h"
-#include "algorithms/registry.h"
 #include "patterns/ring.h"
 
 namespace braid {
@@ -13,15 +13,15 @@ class RingReduce : public Algorithm {
  public:
   const char* name() const override { return "Ring"; }
   bool movesDeviceMemory() const override { return true; }
-  bool supports(const CollArgs& args, const ncclComm& comm) const override {
-    return args.coll == CollType::kReduce && comm.nranks > 1;
+  bool supports(const CollArgs& args, const Context& ctx) const override {
+    return args.coll == CollType::kReduce && ctx.nranks() > 1;
   }
-  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
-    patterns::Ring ring{comm.rank, comm.nranks};
+  ncclResult_t run(const CollArgs& args, Context& ctx) const override {
+    patterns::Ring ring{ctx.rank(), ctx.nranks()};
     int prev = ring.prev(), next = ring.next();
-    const bool isRoot = comm.rank == args.root;
+    const bool isRoot = ctx.rank() == args.root;
     const bool isFirst = prev == args.root;  // the chain starts right after the root
-    Primitives prims(comm, args, std::span<const int>(&prev, isFirst ? 0 : 1),
+    Primitives prims(ctx, args, std::span<const int>(&prev, isFirst ? 0 : 1),
                      std::span<const int>(&next, isRoot ? 0 : 1));
     auto* in = static_cast<const char*>(args.sendbuff);
     auto* out = static_cast<char*>(args.recvbuff);

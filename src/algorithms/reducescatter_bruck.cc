@@ -4,8 +4,8 @@
 // towards relative block 0, which the last step finishes into the output.
 #include <vector>
 
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/bruck.h"
-#include "algorithms/registry.h"
 
 namespace braid {
 namespace {
@@ -13,16 +13,17 @@ namespace {
 class BruckReduceScatter : public Algorithm {
  public:
   const char* name() const override { return "Bruck"; }
-  bool supports(const CollArgs& args, const ncclComm& comm) const override {
-    return args.coll == CollType::kReduceScatter && comm.nranks > 1 && allPairsConnected(comm);
+  bool supports(const CollArgs& args, const Context& ctx) const override {
+    return args.coll == CollType::kReduceScatter && ctx.nranks() > 1 &&
+           ctx.team.allPairsConnected();
   }
-  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
+  ncclResult_t run(const CollArgs& args, Context& ctx) const override {
     if (args.count == 0) return ncclSuccess;
-    BruckLayout layout = BruckLayout::equalBlocks(comm.rank, comm.nranks, args.count);
+    BruckLayout layout = BruckLayout::equalBlocks(ctx.rank(), ctx.nranks(), args.count);
     thread_local std::vector<char> storage;
     char* acc = pageAlignedScratch(storage, layout.total() * args.elemSize);
     layout.rotateIn(args, args.sendbuff, acc, true);
-    return runBruckReduceScatter(comm, args, layout, acc, args.recvbuff);
+    return runBruckReduceScatter(ctx, args, layout, acc, args.recvbuff);
   }
 };
 

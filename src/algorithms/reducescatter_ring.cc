@@ -3,8 +3,8 @@
 // applied) into its output.
 #include <algorithm>
 
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/primitives.h"
-#include "algorithms/registry.h"
 #include "patterns/ring.h"
 
 namespace braid {
@@ -14,15 +14,15 @@ class RingReduceScatter : public Algorithm {
  public:
   const char* name() const override { return "Ring"; }
   bool movesDeviceMemory() const override { return true; }
-  bool supports(const CollArgs& args, const ncclComm& comm) const override {
-    return args.coll == CollType::kReduceScatter && comm.nranks > 1;
+  bool supports(const CollArgs& args, const Context& ctx) const override {
+    return args.coll == CollType::kReduceScatter && ctx.nranks() > 1;
   }
-  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
-    patterns::Ring ring{comm.rank, comm.nranks};
-    const int n = comm.nranks;
+  ncclResult_t run(const CollArgs& args, Context& ctx) const override {
+    patterns::Ring ring{ctx.rank(), ctx.nranks()};
+    const int n = ctx.nranks();
     int prev = ring.prev(), next = ring.next();
-    Primitives prims(comm, args, std::span<const int>(&prev, 1), std::span<const int>(&next, 1));
-    Primitives last(comm, args, std::span<const int>(&prev, 1), std::span<const int>());
+    Primitives prims(ctx, args, std::span<const int>(&prev, 1), std::span<const int>(&next, 1));
+    Primitives last(ctx, args, std::span<const int>(&prev, 1), std::span<const int>());
     auto* in = static_cast<const char*>(args.sendbuff);
     auto* out = static_cast<char*>(args.recvbuff);
     const size_t es = args.elemSize, step = prims.maxElems(), block = args.count;
@@ -31,7 +31,7 @@ class RingReduceScatter : public Algorithm {
       size_t len = std::min(step, block - off);
       BRAID_TRY(prims.send(at(ring.chunkAt(1), off), len));
       for (int s = 2; s < n; s++) BRAID_TRY(prims.recvReduceSend(at(ring.chunkAt(s), off), len));
-      BRAID_TRY(last.recvReduceCopySend(at(comm.rank, off), out + off * es, len));
+      BRAID_TRY(last.recvReduceCopySend(at(ctx.rank(), off), out + off * es, len));
     }
     return ncclSuccess;
   }

@@ -3,7 +3,7 @@
 // rank order, straight into its output; a barrier then keeps the inputs alive until all have
 // read them. Per rank: one block read from each rank, the output written once, no slot traffic.
 // In place (output = block j of rank j's input) is safe: no peer reads block j of rank j.
-#include "algorithms/registry.h"
+#include "algorithms/algorithm_registry.h"
 #include "algorithms/zero_copy.h"
 #include "util/status.h"
 
@@ -14,18 +14,18 @@ class ZeroCopyReduceScatter : public Algorithm {
  public:
   const char* name() const override { return "ZeroCopy"; }
 
-  bool supports(const CollArgs& args, const ncclComm& comm) const override {
+  bool supports(const CollArgs& args, const Context& ctx) const override {
     return args.coll == CollType::kReduceScatter &&
-           zeroCopyCandidate(comm, args.count * args.elemSize * comm.nranks);
+           zeroCopyCandidate(ctx, args.count * args.elemSize * ctx.nranks());
   }
 
-  ncclResult_t run(const CollArgs& args, ncclComm& comm) const override {
+  ncclResult_t run(const CollArgs& args, Context& ctx) const override {
     ZeroCopyView view;
-    BRAID_TRY(zeroCopyExchange(comm, args, args.count * args.elemSize * comm.nranks, 0, &view));
-    if (!view.usable) return zeroCopyFallback(comm, args, this, ringReduceScatter());
-    zeroCopyReduce(view, args, args.count * comm.rank, args.count,
+    BRAID_TRY(zeroCopyExchange(ctx, args, args.count * args.elemSize * ctx.nranks(), 0, &view));
+    if (!view.usable) return zeroCopyFallback(ctx, args, ringReduceScatter());
+    zeroCopyReduce(view, args, args.count * ctx.rank(), args.count,
                    static_cast<char*>(args.recvbuff));
-    return zeroCopyBarrier(comm, args);
+    return zeroCopyBarrier(ctx, args);
   }
 };
 

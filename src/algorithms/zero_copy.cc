@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "algorithms/primitives.h"
+#include "algorithms/rank_order.h"
 #include "util/status.h"
 
 namespace braid {
@@ -17,11 +18,11 @@ struct Descriptors {
 };
 
 // One slot to every peer (`bytes` of `data`; 0: a bare signal with the fingerprint).
-ncclResult_t signalAll(ncclComm& comm, const CollArgs& args, const void* data, uint32_t bytes) {
-  for (int i = 1; i < comm.nranks; i++) {
-    FifoSender& f = comm.sendTo[(comm.rank + i) % comm.nranks]->fifo();
+ncclResult_t signalAll(Context& ctx, const CollArgs& args, const void* data, uint32_t bytes) {
+  for (int i = 1; i < ctx.nranks(); i++) {
+    FifoSender& f = ctx.sendFifo((ctx.rank() + i) % ctx.nranks());
     void* slot;
-    BRAID_TRY(f.acquire(comm.policy, &slot));
+    BRAID_TRY(f.acquire(ctx.policy(), &slot));
     if (bytes) memcpy(slot, data, bytes);
     f.post(slotInfo(bytes, args.fingerprint));
   }
@@ -29,49 +30,49 @@ ncclResult_t signalAll(ncclComm& comm, const CollArgs& args, const void* data, u
 }
 
 // One slot of `bytes` from every peer; `into` (if set) gets rank k's copy at [k].
-ncclResult_t awaitAll(ncclComm& comm, const CollArgs& args, size_t bytes, Descriptors* into) {
-  for (int i = 1; i < comm.nranks; i++) {
-    const int from = (comm.rank + comm.nranks - i) % comm.nranks;
+ncclResult_t awaitAll(Context& ctx, const CollArgs& args, size_t bytes, Descriptors* into) {
+  for (int i = 1; i < ctx.nranks(); i++) {
+    const int from = (ctx.rank() + ctx.nranks() - i) % ctx.nranks();
     const void* data;
-    BRAID_TRY(waitForSlot(comm, args, from, bytes, &data));
+    BRAID_TRY(waitForSlot(ctx, args, from, bytes, &data));
     if (into) memcpy(&into[from], data, bytes);
-    comm.recvFrom[from]->fifo().release();
+    ctx.recvFifo(from).release();
   }
   return ncclSuccess;
 }
 
 }  // namespace
 
-bool zeroCopyCandidate(const ncclComm& comm, size_t bytes) {
-  return comm.nranks >= 2 && bytes >= comm.config.zeroCopyMinBytes && allPeersShareMemory(comm);
+bool zeroCopyCandidate(const Context& ctx, size_t bytes) {
+  return ctx.nranks() >= 2 && bytes >= ctx.config.zeroCopyMinBytes && ctx.team.peersShareMemory;
 }
 
-ncclResult_t zeroCopyExchange(ncclComm& comm, const CollArgs& args, size_t sendBytes,
+ncclResult_t zeroCopyExchange(Context& ctx, const CollArgs& args, size_t sendBytes,
                               size_t recvBytes, ZeroCopyView* view) {
-  const int n = comm.nranks, me = comm.rank;
-  if (comm.zeroCopyQuiet > 0) {  // a recent round found a buffer unregistered: no round now
+  const int n = ctx.nranks(), me = ctx.rank();
+  if (ctx.ops.zeroCopyQuiet > 0) {  // a recent round found a buffer unregistered: no round now
     view->usable = false;
     return ncclSuccess;
   }
   std::vector<Descriptors> all(n);
-  all[me].send = comm.registrations.describe(args.sendbuff, sendBytes);
+  all[me].send = ctx.registrations.describe(args.sendbuff, sendBytes);
   all[me].hasRecv = recvBytes > 0;
-  if (recvBytes) all[me].recv = comm.registrations.describe(args.recvbuff, recvBytes);
+  if (recvBytes) all[me].recv = ctx.registrations.describe(args.recvbuff, recvBytes);
   memcpy(all[me].preMulScalar, args.op.scalar, sizeof(all[me].preMulScalar));
-  BRAID_TRY(signalAll(comm, args, &all[me], sizeof(Descriptors)));
-  BRAID_TRY(awaitAll(comm, args, sizeof(Descriptors), all.data()));
+  BRAID_TRY(signalAll(ctx, args, &all[me], sizeof(Descriptors)));
+  BRAID_TRY(awaitAll(ctx, args, sizeof(Descriptors), all.data()));
   bool oneProcess = true, registered = true, mappable = true;
   for (int k = 0; k < n; k++) {
     const Descriptors& d = all[k];
-    oneProcess = oneProcess && comm.peers[k].processHash == comm.peers[me].processHash;
+    oneProcess = oneProcess && ctx.team.peers[k].processHash == ctx.team.peers[me].processHash;
     registered = registered && d.send.registered && (!d.hasRecv || d.recv.registered);
     mappable = mappable && d.send.fd >= 0 && (!d.hasRecv || d.recv.fd >= 0);
   }
   view->usable = registered && (oneProcess || mappable);
-  comm.zeroCopyRounds++;
+  ctx.ops.zeroCopyRounds++;
   if (!view->usable) {
     // Every rank saw the same descriptors, so every rank goes quiet at the same call.
-    comm.zeroCopyQuiet = kZeroCopyQuietCalls;
+    ctx.ops.zeroCopyQuiet = kZeroCopyQuietCalls;
     return ncclSuccess;
   }
   view->send.assign(n, nullptr);
@@ -84,48 +85,29 @@ ncclResult_t zeroCopyExchange(ncclComm& comm, const CollArgs& args, size_t sendB
       view->recv[k] = static_cast<const char*>(args.recvbuff);
       continue;
     }
-    BRAID_TRY(comm.registrations.resolve(k, all[k].send, sendBytes, oneProcess, &view->send[k]));
+    BRAID_TRY(ctx.registrations.resolve(k, all[k].send, sendBytes, oneProcess, &view->send[k]));
     if (recvBytes)
-      BRAID_TRY(comm.registrations.resolve(k, all[k].recv, recvBytes, oneProcess, &view->recv[k]));
+      BRAID_TRY(ctx.registrations.resolve(k, all[k].recv, recvBytes, oneProcess, &view->recv[k]));
   }
-  comm.zeroCopyRuns++;
+  ctx.ops.zeroCopyRuns++;
   return ncclSuccess;
 }
 
 void zeroCopyReduce(const ZeroCopyView& v, const CollArgs& args, size_t first, size_t count,
                     char* dst) {
-  // n terms combine through an accumulator of this many bytes that stays in the L2 cache (1 MiB
-  // per core here), so only the final value goes out to memory.
-  constexpr size_t kChunkBytes = 128 * 1024;
   const int n = static_cast<int>(v.send.size());
-  const size_t es = args.elemSize, chunk = std::max<size_t>(64, kChunkBytes / es);
-  thread_local std::vector<char> acc;
-  if (acc.size() < chunk * es) acc.resize(chunk * es);
-  const unsigned pre = kernels::kApplyPre, last = kernels::kApplyPre | kernels::kApplyPost;
-  for (size_t done = 0; done < count; done += chunk) {
-    const size_t len = std::min(chunk, count - done), at = (first + done) * es;
-    char* out = dst + done * es;
-    int k = 0;
-    if (!args.op.preMul) {  // the first two terms combine in one pass
-      kernels::reduce(args.op, n == 2 ? out : acc.data(), nullptr, v.send[0] + at, v.send[1] + at,
-                      len, n == 2 ? last : pre);
-      k = 2;
-    }
-    for (; k < n; k++)  // term k with rank k's own PreMulSum scalar
-      kernels::reduce(v.ops[k], k == n - 1 ? out : acc.data(), nullptr,
-                      k == 0 ? nullptr : acc.data(), v.send[k] + at, len, k == n - 1 ? last : pre);
-  }
+  std::vector<const char*> terms(v.send.size());
+  for (int k = 0; k < n; k++) terms[k] = v.send[k] + first * args.elemSize;
+  reduceInRankOrder(v.ops.data(), terms.data(), n, count, args.elemSize, dst);
 }
 
-ncclResult_t zeroCopyBarrier(ncclComm& comm, const CollArgs& args) {
-  BRAID_TRY(signalAll(comm, args, nullptr, 0));
-  return awaitAll(comm, args, 0, nullptr);
+ncclResult_t zeroCopyBarrier(Context& ctx, const CollArgs& args) {
+  BRAID_TRY(signalAll(ctx, args, nullptr, 0));
+  return awaitAll(ctx, args, 0, nullptr);
 }
 
-ncclResult_t zeroCopyFallback(ncclComm& comm, const CollArgs& args, const Algorithm* self,
-                              const Algorithm* ring) {
-  const Algorithm* other = chooseAlgorithm(comm, args, self);
-  return (other ? other : ring)->run(args, comm);
+ncclResult_t zeroCopyFallback(Context& ctx, const CollArgs& args, const Algorithm* ring) {
+  return (ctx.fallback ? ctx.fallback : ring)->run(args, ctx);
 }
 
 }  // namespace braid

@@ -5,8 +5,8 @@
 #include <exception>
 #include <new>
 
-#include "algorithms/algorithm.h"
-#include "core/comm.h"
+#include "comm/communicator.h"
+#include "exec/plan.h"
 #include "nccl.h"
 #include "util/status.h"
 
@@ -43,17 +43,5 @@ ncclResult_t checkDataType(ncclDataType_t dtype);
 /// A premulsum scalar in device memory is not read here: its address goes to *deviceScalar.
 ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dtype,
                        kernels::ReduceOp* out, const void** deviceScalar);
-/// Reads args.deviceScalar (if set) into args.op.scalar, on the communicator's device.
-ncclResult_t readDeviceScalar(ncclComm* comm, CollArgs& args);
-
-/// Keeps a communicator from being freed by ncclCommAbort while a call uses it.
-class ActiveCall {
- public:
-  explicit ActiveCall(ncclComm* c) : comm_(c) { comm_->activeCalls.fetch_add(1); }
-  ~ActiveCall() { comm_->activeCalls.fetch_sub(1); }
-
- private:
-  ncclComm* comm_;
-};
 
 }  // namespace braid

@@ -1,122 +1,48 @@
-// Collective entry points: validate, translate into CollArgs, run now or at group end.
+// Collective entry points: each checks its arguments (what the collective table says the call
+// takes), builds a plan and submits it to the executor.
 #include <cstring>
 
-#include "algorithms/algorithm.h"
-#include "algorithms/cost_model.h"
 #include "api/api.h"
-#include "core/group.h"
-#include "core/host_stream.h"
-#include "device/device_staging.h"
+#include "exec/executor.h"
+#include "exec/group.h"
 
 using namespace braid;
 
 namespace {
 
-// What a collective needs from each argument; the API checks it before anything runs.
-struct Need {
-  bool sendbuff = true;
-  bool recvbuff = true;
-  bool rooted = false;
-  bool reduction = true;
-};
-
-// The buffers as this rank's call uses them (bytes 0: not significant on this rank).
-std::vector<CallBuffer> callBuffers(const ncclComm& comm, const CollArgs& args) {
-  const size_t bytes = args.count * args.elemSize;
-  const bool isRoot = comm.rank == args.root;
-  size_t sendBytes = bytes, recvBytes = bytes;
-  switch (args.coll) {
-    case CollType::kBroadcast:
-      sendBytes = isRoot ? bytes : 0;
-      break;
-    case CollType::kReduce:
-      recvBytes = isRoot ? bytes : 0;
-      break;
-    case CollType::kAllGather:
-      recvBytes = bytes * comm.nranks;
-      break;
-    case CollType::kReduceScatter:
-      sendBytes = bytes * comm.nranks;
-      break;
-    case CollType::kAllReduce:
-      break;
-  }
-  return {{"sendbuff", args.sendbuff, sendBytes, true, false},
-          {"recvbuff", args.recvbuff, recvBytes, false, true}};
-}
-
-// Device buffers: the call is enqueued on the CUDA stream (device/device_staging.h).
-ncclResult_t enqueueOnDevice(ncclComm* comm, const CollArgs& args,
-                             const std::vector<CallBuffer>& buffers, cudaStream_t stream) {
-  if (comm->deviceDirect)
-    return runDirect(comm, stream, [comm, args] {
-      CollArgs onDevice = args;
-      onDevice.device = true;
-      BRAID_TRY(readDeviceScalar(comm, onDevice));
-      ActiveCall active(comm);
-      return runCollective(*comm, onDevice);
-    });
-  return runStaged(comm, stream, buffers, [comm, args](const std::vector<void*>& staged) {
-    CollArgs onHost = args;
-    onHost.sendbuff = staged[0];
-    onHost.recvbuff = staged[1];
-    BRAID_TRY(readDeviceScalar(comm, onHost));
-    ActiveCall active(comm);
-    return runCollective(*comm, onHost);
-  });
-}
-
-ncclResult_t enqueue(CollType coll, const void* sendbuff, void* recvbuff, size_t count,
-                     ncclDataType_t dtype, ncclRedOp_t op, int root, ncclComm_t comm,
-                     cudaStream_t stream, Need need) {
+ncclResult_t submitCollective(CollType coll, const void* sendbuff, void* recvbuff, size_t count,
+                              ncclDataType_t dtype, ncclRedOp_t op, int root, ncclComm_t comm,
+                              cudaStream_t stream) {
   BRAID_TRY(checkComm(comm));
   BRAID_TRY(checkDataType(dtype));
-  if (need.rooted && (root < 0 || root >= comm->nranks))
-    return fail(ncclInvalidArgument, "root=%d is outside [0, nranks=%d)", root, comm->nranks);
-  if (count > 0 && need.sendbuff && !sendbuff)
+  const CollectiveInfo& info = collectiveInfo(coll);
+  if (info.rooted && (root < 0 || root >= comm->nranks()))
+    return fail(ncclInvalidArgument, "root=%d is outside [0, nranks=%d)", root, comm->nranks());
+  const bool isRoot = comm->rank() == root;
+  // A buffer the call does not use on this rank (a broadcast's sendbuff off the root, a
+  // reduce's recvbuff) may be NULL.
+  if (count > 0 && extentBytes(info.send, 1, comm->nranks(), isRoot) > 0 && !sendbuff)
     return fail(ncclInvalidArgument, "sendbuff is NULL with count=%zu", count);
-  if (count > 0 && need.recvbuff && !recvbuff)
+  if (count > 0 && extentBytes(info.recv, 1, comm->nranks(), isRoot) > 0 && !recvbuff)
     return fail(ncclInvalidArgument, "recvbuff is NULL with count=%zu", count);
-  CollArgs args;
+  Plan plan;
+  plan.comm = comm;
+  plan.stream = stream;
+  CollArgs& args = plan.coll;
   args.coll = coll;
   args.sendbuff = sendbuff;
   args.recvbuff = recvbuff;
   args.count = count;
   args.elemSize = kernels::typeSize(dtype);
-  args.root = need.rooted ? root : 0;
-  args.reduction = need.reduction;
-  if (need.reduction) {
+  args.root = info.rooted ? root : 0;
+  args.reduction = info.reduction;
+  if (info.reduction) {
     BRAID_TRY(resolveOp(comm, op, dtype, &args.op, &args.deviceScalar));
   } else {
     args.op.dtype = dtype;
   }
   if (count == 0) return ncclSuccess;
-  const std::vector<CallBuffer> buffers = callBuffers(*comm, args);
-  bool onDevice = false;
-  BRAID_TRY(placeCall(comm, buffers, stream, &onDevice));
-  if (onDevice) return enqueueOnDevice(comm, args, buffers, stream);
-  BRAID_TRY(readDeviceScalar(comm, args));  // host buffers, a device scalar: read it now
-  HostStream* hostStream = hostStreamFromHandle(stream);
-  if (runsNow(comm, hostStream)) {
-    return runInTurn(comm, [&] {
-      ActiveCall active(comm);
-      return runCollective(*comm, args);
-    });
-  }
-  // The estimate only matters to ncclGroupSimulateEnd: outside a group none is built.
-  TaskEstimate estimate;
-  if (groupActive())
-    estimate = [comm, args] {
-      const Algorithm* a = chooseAlgorithm(*comm, args);
-      return a ? estimateCollectiveUs(*comm, args, a->name()) : 0.0;
-    };
-  return runOrDefer(
-      comm, hostStream,
-      [comm, args]() mutable {
-        ActiveCall active(comm);
-        return runCollective(*comm, args);
-      },
-      std::move(estimate));
+  return submit(std::move(plan));
 }
 
 }  // namespace
@@ -124,50 +50,48 @@ ncclResult_t enqueue(CollType coll, const void* sendbuff, void* recvbuff, size_t
 NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   return apiGuard("ncclAllReduce", [&] {
-    return enqueue(CollType::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0, comm, stream,
-                   Need{});
+    return submitCollective(CollType::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0, comm,
+                            stream);
   });
 }
 
 NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   return apiGuard("ncclBroadcast", [&] {
-    bool isRoot = comm && commIsLive(comm) && comm->rank == root;
-    return enqueue(CollType::kBroadcast, sendbuff, recvbuff, count, datatype, ncclSum, root, comm,
-                   stream, Need{isRoot, true, true, false});
+    return submitCollective(CollType::kBroadcast, sendbuff, recvbuff, count, datatype, ncclSum,
+                            root, comm, stream);
   });
 }
 
 NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
          ncclComm_t comm, cudaStream_t stream) {
   return apiGuard("ncclBcast", [&] {
-    return enqueue(CollType::kBroadcast, buff, buff, count, datatype, ncclSum, root, comm, stream,
-                   Need{true, true, true, false});
+    return submitCollective(CollType::kBroadcast, buff, buff, count, datatype, ncclSum, root, comm,
+                            stream);
   });
 }
 
 NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
          ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   return apiGuard("ncclReduce", [&] {
-    bool isRoot = comm && commIsLive(comm) && comm->rank == root;
-    return enqueue(CollType::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream,
-                   Need{true, isRoot, true, true});
+    return submitCollective(CollType::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm,
+                            stream);
   });
 }
 
 NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   return apiGuard("ncclAllGather", [&] {
-    return enqueue(CollType::kAllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm,
-                   stream, Need{true, true, false, false});
+    return submitCollective(CollType::kAllGather, sendbuff, recvbuff, sendcount, datatype, ncclSum,
+                            0, comm, stream);
   });
 }
 
 NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   return apiGuard("ncclReduceScatter", [&] {
-    return enqueue(CollType::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0, comm,
-                   stream, Need{});
+    return submitCollective(CollType::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op,
+                            0, comm, stream);
   });
 }
 

@@ -11,15 +11,12 @@
 #include <vector>
 
 #include "api/api.h"
-#include "core/bootstrap_root.h"
-#include "core/group.h"
-#include "core/host_stream.h"
-#include "core/nonblocking.h"
-#include "core/shrink.h"
-#include "core/split.h"
+#include "comm/shrink.h"
+#include "comm/split.h"
 #include "core/unique_id.h"
 #include "device/device_runtime.h"
-#include "device/device_staging.h"
+#include "exec/executor.h"
+#include "exec/group.h"
 #include "util/env.h"
 #include "util/log.h"
 #include "util/random.h"
@@ -46,21 +43,14 @@ NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId) {
 
 namespace {
 
-// Non-blocking init: the handle is returned at once (state ncclInProgress) and connects on its
-// worker. The caller's config may be gone by then, so the task owns a copy.
-ncclResult_t initInBackground(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank,
-                              const ncclConfig_t* config) {
-  auto owned = ownConfig(config);
-  return asyncSubmit(comm, [comm, nranks, id, rank, owned] {
-    return commInit(comm, id, nranks, rank, owned->get());
-  });
-}
-
-// Work a communicator-management call does after its checks: deferred inside a group, queued on
-// a non-blocking communicator, run now otherwise.
-ncclResult_t runManagement(ncclComm* comm, std::function<ncclResult_t()> body) {
-  if (!groupActive() && commIsNonblocking(comm)) return asyncSubmit(comm, std::move(body));
-  return runOrDefer(comm, nullptr, std::move(body));
+// A communicator-management call's work after its checks, as a plan: deferred inside a group,
+// queued on a non-blocking communicator's lane, run now otherwise.
+ncclResult_t submitManagement(ncclComm* comm, std::function<ncclResult_t()> body) {
+  Plan plan;
+  plan.kind = Plan::Kind::kManagement;
+  plan.comm = comm;
+  plan.manage = std::move(body);
+  return submit(std::move(plan));
 }
 
 // ncclCommShrink's list: in range, no repeats, not everyone, and not the caller (excluded ranks
@@ -74,24 +64,25 @@ ncclResult_t checkExcludeList(const ncclComm* comm, const int* list, int count,
                 count);
   if (!list)
     return fail(ncclInvalidArgument, "excludeRanksList is NULL with excludeRanksCount=%d", count);
-  if (count > comm->nranks)
-    return fail(ncclInvalidArgument, "excludeRanksCount=%d exceeds nranks=%d", count, comm->nranks);
+  if (count > comm->nranks())
+    return fail(ncclInvalidArgument, "excludeRanksCount=%d exceeds nranks=%d", count,
+                comm->nranks());
   for (int i = 0; i < count; i++)
-    if (list[i] < 0 || list[i] >= comm->nranks)
+    if (list[i] < 0 || list[i] >= comm->nranks())
       return fail(ncclInvalidArgument, "excludeRanksList[%d]=%d is outside [0, nranks=%d)", i,
-                  list[i], comm->nranks);
+                  list[i], comm->nranks());
   sorted->assign(list, list + count);
   std::sort(sorted->begin(), sorted->end());
   if (auto dup = std::adjacent_find(sorted->begin(), sorted->end()); dup != sorted->end())
     return fail(ncclInvalidArgument, "excludeRanksList names rank %d more than once", *dup);
-  if (count == comm->nranks)
+  if (count == comm->nranks())
     return fail(ncclInvalidArgument,
                 "excludeRanksList excludes all %d ranks: no rank would be left", count);
-  if (std::binary_search(sorted->begin(), sorted->end(), comm->rank))
+  if (std::binary_search(sorted->begin(), sorted->end(), comm->rank()))
     return fail(ncclInvalidArgument,
                 "excludeRanksList contains the calling rank %d: excluded ranks must not call "
                 "ncclCommShrink",
-                comm->rank);
+                comm->rank());
   return ncclSuccess;
 }
 
@@ -108,46 +99,23 @@ ncclResult_t initRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int r
   CommConfig checked;
   BRAID_TRY(loadConfig(config, &checked));  // bad fields fail now, before anything exists
   ncclComm* comm = commAllocate();
-  comm->cudaDevice = initDevice();  // as NCCL: the device current when the call is made
+  comm->device.cudaDevice = initDevice();  // as NCCL: the device current when the call is made
+  comm->config = checked;                  // blocking or not decides where the plan runs
   *out = comm;
-  if (groupActive()) {
-    // Deferred to ncclGroupEnd, where the ranks of this group connect concurrently.
-    ncclConfig_t* cfg = config;
-    groupAdd(comm, [comm, nranks, id, rank, cfg] {
-      ncclResult_t r = commInit(comm, id, nranks, rank, cfg);
-      if (r != ncclSuccess) commSetError(comm, r, lastError());
-      return r;
-    });
-    return ncclSuccess;
-  }
-  if (checked.blocking == 0) {
-    comm->config = checked;
-    return initInBackground(comm, nranks, id, rank, config);
-  }
-  ncclResult_t r = commInit(comm, id, nranks, rank, config);
-  if (r != ncclSuccess) {
+  // A non-blocking init runs on the lane after this call returned: the caller's config may be
+  // gone by then, so the plan owns a copy.
+  auto owned = ownConfig(config);
+  const bool deferred = groupActive() || checked.blocking == 0;
+  ncclResult_t r = submitManagement(comm, [comm, nranks, id, rank, owned] {
+    ncclResult_t r = commInit(comm, id, nranks, rank, owned->get());
+    if (r != ncclSuccess) comm->health.setError(r, lastError());
+    return r;
+  });
+  if (r != ncclSuccess && r != ncclInProgress && !deferred) {
     commFree(comm);
     *out = nullptr;
   }
   return r;
-}
-
-void releaseComm(ncclComm* comm, bool abort) {
-  if (abort) comm->abortFlag.store(1);
-  // Non-blocking work still queued runs to its end first (after an abort it fails fast).
-  asyncDrain(comm);
-  if (abort) {
-    // Calls blocked on this communicator notice the flag within a sleep slice and leave.
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (comm->activeCalls.load() > 0 && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  // Work queued on host streams still names this communicator (after an abort it fails fast).
-  commDrainStreamWork(comm);
-  comm->sendTo.clear();
-  comm->recvFrom.clear();
-  comm->bootstrap.reset();
-  commFree(comm);
 }
 
 }  // namespace
@@ -197,12 +165,12 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
         return r;
       }
       // Rank i's device, known before the group connects the ranks (the P2P transport needs it).
-      if (devices > 0) comms[i]->cudaDevice = devlist ? devlist[i] : i % devices;
+      if (devices > 0) comms[i]->device.cudaDevice = devlist ? devlist[i] : i % devices;
     }
     ncclResult_t r = groupEnd();
     if (r != ncclSuccess) {
       for (int i = 0; i < ndev; i++)
-        if (comms[i]) releaseComm(comms[i], true), comms[i] = nullptr;
+        if (comms[i]) commRelease(comms[i], true), comms[i] = nullptr;
       return r;
     }
     return r;
@@ -218,8 +186,8 @@ NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
       return fail(ncclInvalidArgument, "color=%d: must be >= 0 or NCCL_SPLIT_NOCOLOR", color);
     *newcomm = nullptr;
     auto owned = ownConfig(config);
-    return runManagement(comm, [comm, color, key, newcomm, owned] {
-      ActiveCall active(comm);
+    return submitManagement(comm, [comm, color, key, newcomm, owned] {
+      ActiveCall active(comm->health);
       return commSplit(comm, color, key, newcomm, owned->get());
     });
   });
@@ -230,7 +198,7 @@ NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
   return apiGuard("ncclCommShrink", [&] {
     // A failed or revoked parent is what shrink is for: only liveness and init are required.
     BRAID_TRY(checkComm(comm, false));
-    if (!comm->initialized)
+    if (!comm->health.initialized)
       return fail(ncclInvalidUsage, "comm %p has not completed initialisation",
                   static_cast<void*>(comm));
     if (!newcomm) return fail(ncclInvalidArgument, "newcomm (the output pointer) is NULL");
@@ -247,15 +215,15 @@ NCCL_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
     }
     if (shrinkFlags == NCCL_SHRINK_ABORT) {
       commRevoke(comm);  // ends the calls in progress; the parent stays revoked
-    } else if (!commIsNonblocking(comm) && comm->activeCalls.load() > 0) {
+    } else if (!commIsNonblocking(comm) && comm->health.activeCalls.load() > 0) {
       return fail(ncclInvalidUsage,
                   "comm %p has %d calls in progress on other threads: NCCL_SHRINK_DEFAULT expects "
                   "none (NCCL_SHRINK_ABORT ends them)",
-                  static_cast<void*>(comm), comm->activeCalls.load());
+                  static_cast<void*>(comm), comm->health.activeCalls.load());
     }
     auto owned = ownConfig(config);
-    return runManagement(comm, [comm, excluded, newcomm, owned] {
-      ActiveCall active(comm);
+    return submitManagement(comm, [comm, excluded, newcomm, owned] {
+      ActiveCall active(comm->health);
       return commShrink(comm, excluded, owned->get(), newcomm);
     });
   });
@@ -268,7 +236,7 @@ NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
     if (revokeFlags != NCCL_REVOKE_DEFAULT)
       return fail(ncclInvalidArgument, "revokeFlags=%d: must be NCCL_REVOKE_DEFAULT (0)",
                   revokeFlags);
-    if (comm->revoked.load())
+    if (comm->health.revoked.load())
       return fail(ncclInvalidArgument, "comm %p is already revoked", static_cast<void*>(comm));
     commRevoke(comm);  // bounded (calls leave within a sleep slice): done before it returns
     return ncclSuccess;
@@ -278,12 +246,12 @@ NCCL_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags) {
 NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
   return apiGuard("ncclCommFinalize", [&] {
     BRAID_TRY(checkComm(comm, false));
-    if (comm->revoked.load())
+    if (comm->health.revoked.load())
       return fail(ncclInvalidUsage, "comm %p was revoked: finalize it no more, destroy it",
                   static_cast<void*>(comm));
     // Host collectives complete before they return; a non-blocking communicator's state reads
     // ncclInProgress until the work queued before this call has run.
-    if (commIsNonblocking(comm)) return asyncSubmit(comm, [] { return ncclSuccess; });
+    if (commIsNonblocking(comm)) return submitManagement(comm, [] { return ncclSuccess; });
     return ncclSuccess;
   });
 }
@@ -292,7 +260,7 @@ NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   return apiGuard("ncclCommDestroy", [&] {
     if (!comm) return ncclSuccess;  // as NCCL: destroying NULL is a no-op
     BRAID_TRY(checkComm(comm, false));
-    releaseComm(comm, false);
+    commRelease(comm, false);
     return ncclSuccess;
   });
 }
@@ -301,7 +269,7 @@ NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   return apiGuard("ncclCommAbort", [&] {
     if (!comm) return ncclSuccess;
     BRAID_TRY(checkComm(comm, false));
-    releaseComm(comm, true);
+    commRelease(comm, true);
     return ncclSuccess;
   });
 }
@@ -310,7 +278,7 @@ NCCL_API(ncclResult_t, ncclCommCount, const ncclComm_t comm, int* count) {
   return apiGuard("ncclCommCount", [&] {
     BRAID_TRY(checkComm(comm, false));
     if (!count) return fail(ncclInvalidArgument, "count is NULL");
-    *count = comm->nranks;
+    *count = comm->nranks();
     return ncclSuccess;
   });
 }
@@ -319,7 +287,7 @@ NCCL_API(ncclResult_t, ncclCommUserRank, const ncclComm_t comm, int* rank) {
   return apiGuard("ncclCommUserRank", [&] {
     BRAID_TRY(checkComm(comm, false));
     if (!rank) return fail(ncclInvalidArgument, "rank is NULL");
-    *rank = comm->rank;
+    *rank = comm->rank();
     return ncclSuccess;
   });
 }
@@ -328,7 +296,7 @@ NCCL_API(ncclResult_t, ncclCommCuDevice, const ncclComm_t comm, int* device) {
   return apiGuard("ncclCommCuDevice", [&] {
     BRAID_TRY(checkComm(comm, false));
     if (!device) return fail(ncclInvalidArgument, "device is NULL");
-    *device = comm->cudaDevice;  // current at init; -1 without CUDA devices
+    *device = comm->device.cudaDevice;  // current at init; -1 without CUDA devices
     return ncclSuccess;
   });
 }
@@ -337,13 +305,11 @@ NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asy
   return apiGuard("ncclCommGetAsyncError", [&] {
     BRAID_TRY(checkComm(comm, false));
     if (!asyncError) return fail(ncclInvalidArgument, "asyncError is NULL");
-    *asyncError = static_cast<ncclResult_t>(comm->asyncError.load());
-    if (*asyncError != ncclSuccess && *asyncError != ncclInProgress) {
-      // The failure may have happened on another thread (a non-blocking communicator's worker):
-      // its reason becomes this thread's ncclGetLastError text.
-      std::lock_guard<std::mutex> lock(comm->errorMutex);
-      setLastError(comm->errorText);
-    }
+    *asyncError = comm->health.state();
+    // The failure may have happened on another thread (a non-blocking communicator's lane): its
+    // reason becomes this thread's ncclGetLastError text.
+    if (*asyncError != ncclSuccess && *asyncError != ncclInProgress)
+      setLastError(comm->health.errorText());
     return ncclSuccess;
   });
 }

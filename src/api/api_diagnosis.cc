@@ -14,7 +14,7 @@ extern "C" BRAID_EXPORT ncclResult_t braidCommSetTimeout(ncclComm_t comm, double
       return fail(ncclInvalidArgument, "seconds=%g: must be finite and >= 0 (0: no deadline)",
                   seconds);
     comm->config.timeoutS = seconds;
-    comm->policy.timeoutS = seconds;
+    comm->team.policy.timeoutS = seconds;
     return ncclSuccess;
   });
 }
@@ -23,7 +23,7 @@ extern "C" BRAID_EXPORT ncclResult_t braidCommGetTimeout(ncclComm_t comm, double
   return apiGuard("braidCommGetTimeout", [&] {
     BRAID_TRY(checkComm(comm, false));
     if (!seconds) return fail(ncclInvalidArgument, "seconds is NULL");
-    *seconds = comm->policy.timeoutS;
+    *seconds = comm->team.policy.timeoutS;
     return ncclSuccess;
   });
 }

@@ -90,7 +90,7 @@ extern "C" BRAID_EXPORT ncclResult_t braidCommLastAlgorithm(ncclComm_t comm, cha
     BRAID_TRY(checkComm(comm, false));
     if (!name) return fail(ncclInvalidArgument, "name is NULL");
     if (nameBytes == 0) return fail(ncclInvalidArgument, "nameBytes=0 leaves no room for the name");
-    const char* last = comm->lastAlgorithm.load(std::memory_order_relaxed);
+    const char* last = comm->tuner.lastAlgorithm();
     snprintf(name, nameBytes, "%s", last ? last : "");
     return ncclSuccess;
   });

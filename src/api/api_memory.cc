@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "api/api.h"
-#include "core/registration.h"
+#include "core/buffer_registration.h"
 #include "core/shared_memory.h"
 
 using namespace braid;
@@ -39,9 +39,9 @@ struct WindowClaim {
 
 ncclResult_t agreeOnWindow(ncclComm* comm, const WindowClaim& mine) {
   std::vector<std::string> all;
-  BRAID_TRY(comm->bootstrap->allGather(
+  BRAID_TRY(comm->team.bootstrap->allGather(
       std::string(reinterpret_cast<const char*>(&mine), sizeof(mine)), &all));
-  for (int r = 0; r < comm->nranks; r++) {
+  for (int r = 0; r < comm->nranks(); r++) {
     WindowClaim c;
     if (all[r].size() != sizeof(c))
       return fail(ncclInternalError, "window registration: malformed claim from rank %d", r);
@@ -51,12 +51,12 @@ ncclResult_t agreeOnWindow(ncclComm* comm, const WindowClaim& mine) {
     if (c.flags != mine.flags)
       return fail(ncclInvalidArgument,
                   "winFlags %d on rank %d but %d on rank %d: every rank must pass the same flags",
-                  mine.flags, comm->rank, c.flags, r);
+                  mine.flags, comm->rank(), c.flags, r);
     if ((mine.flags & NCCL_WIN_COLL_SYMMETRIC) && c.size != mine.size)
       return fail(ncclInvalidArgument,
                   "size %llu on rank %d but %llu on rank %d: a symmetric window "
                   "(NCCL_WIN_COLL_SYMMETRIC) has the same size on every rank",
-                  static_cast<unsigned long long>(mine.size), comm->rank,
+                  static_cast<unsigned long long>(mine.size), comm->rank(),
                   static_cast<unsigned long long>(c.size), r);
   }
   return ncclSuccess;
@@ -81,7 +81,7 @@ NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) 
     if (!comm->registrations.remove(handle, false))
       return fail(ncclInvalidArgument,
                   "handle %p is not a registration of this communicator (rank %d)", handle,
-                  comm->rank);
+                  comm->rank());
     return ncclSuccess;
   });
 }
@@ -90,7 +90,7 @@ NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size
          ncclWindow_t* win, int winFlags) {
   return apiGuard("ncclCommWindowRegister", [&] {
     BRAID_TRY(checkComm(comm));
-    ActiveCall active(comm);
+    ActiveCall active(comm->health);
     // Refusals are told to the other ranks before returning, so none waits for this one.
     ncclResult_t local = ncclSuccess;
     if (!win)
@@ -117,7 +117,7 @@ NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t w
     BRAID_TRY(checkComm(comm, false));
     if (!comm->registrations.remove(win, true))
       return fail(ncclInvalidArgument, "win %p is not a window of this communicator (rank %d)",
-                  static_cast<void*>(win), comm->rank);
+                  static_cast<void*>(win), comm->rank());
     return ncclSuccess;
   });
 }

@@ -12,22 +12,20 @@ ncclResult_t checkComm(ncclComm_t comm, bool mustBeHealthy) {
                 "comm %p is not a live communicator (destroyed or never created)",
                 static_cast<void*>(comm));
   if (!mustBeHealthy) return ncclSuccess;
-  if (!comm->initialized)
+  if (!comm->health.initialized)
     return fail(ncclInvalidUsage, "comm %p has not completed initialisation",
                 static_cast<void*>(comm));
-  if (comm->revoked.load())
+  if (comm->health.revoked.load())
     return fail(ncclInvalidUsage,
                 "comm %p was revoked (ncclCommRevoke or NCCL_SHRINK_ABORT): only ncclCommShrink, "
                 "ncclCommAbort and ncclCommDestroy remain valid",
                 static_cast<void*>(comm));
-  if (comm->abortFlag.load())
+  if (comm->health.abortFlag.load())
     return fail(ncclInvalidUsage, "comm %p was aborted", static_cast<void*>(comm));
-  ncclResult_t err = static_cast<ncclResult_t>(comm->asyncError.load());
-  if (err != ncclSuccess && err != ncclInProgress) {
-    std::lock_guard<std::mutex> lock(comm->errorMutex);
+  const ncclResult_t err = comm->health.state();
+  if (err != ncclSuccess && err != ncclInProgress)
     return fail(err, "comm %p failed earlier and can only be aborted or destroyed: %s",
-                static_cast<void*>(comm), comm->errorText.c_str());
-  }
+                static_cast<void*>(comm), comm->health.errorText().c_str());
   return ncclSuccess;
 }
 
@@ -47,7 +45,7 @@ ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dtype,
   if (v >= 0 && v < ncclNumOps) {
     if (op == ncclAvg) {
       r.op = kernels::BaseOp::kSum;
-      r.postDiv = static_cast<uint32_t>(comm->nranks);
+      r.postDiv = static_cast<uint32_t>(comm->nranks());
     } else {
       r.op = static_cast<kernels::BaseOp>(v);
     }
@@ -76,16 +74,6 @@ ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dtype,
   else
     memcpy(r.scalar, u.pointer, es);  // host memory named as the scalar's place: read now
   *out = r;
-  return ncclSuccess;
-}
-
-ncclResult_t readDeviceScalar(ncclComm* comm, CollArgs& args) {
-  if (!args.deviceScalar) return ncclSuccess;
-  if (ncclResult_t r = deviceRuntime().read(comm->cudaDevice, args.op.scalar, args.deviceScalar,
-                                            kernels::typeSize(args.op.dtype));
-      r != ncclSuccess)
-    return addContext(r, "reading the premulsum scalar at %p", args.deviceScalar);
-  args.deviceScalar = nullptr;
   return ncclSuccess;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "util/env.h"
@@ -62,6 +63,20 @@ ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
   }
   *out = c;
   return ncclSuccess;
+}
+
+std::shared_ptr<OwnedConfig> ownConfig(const ncclConfig_t* config) {
+  auto owned = std::make_shared<OwnedConfig>();
+  owned->config = NCCL_CONFIG_INITIALIZER;
+  if (!config) return owned;
+  owned->present = true;
+  // An older caller's struct may be shorter: copy what it has, the rest stays at the defaults.
+  memcpy(&owned->config, config, std::min(config->size, sizeof(ncclConfig_t)));
+  if (config->commName) {
+    owned->commName = config->commName;
+    owned->config.commName = owned->commName.c_str();
+  }
+  return owned;
 }
 
 }  // namespace braid

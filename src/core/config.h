@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,11 +29,21 @@ struct CommConfig {
   std::string commName;                 ///< ncclConfig_t.commName
   size_t flightRecorderSize = 64;       ///< BRAID_FLIGHT_RECORDER_SIZE: operations kept (0: off)
   bool sigusr1Dump = false;  ///< BRAID_SIGUSR1_DUMP=1: SIGUSR1 dumps every flight recorder
-  /// BRAID_TUNER_ADAPT: calls per epoch of the adaptive choice (adaptive_choice.h); 0: off
+  /// BRAID_TUNER_ADAPT: calls per epoch of the adaptive choice (tuner/adaptive.h); 0: off
   uint32_t adaptCalls = 2048;
 };
 
 /// Reads the environment and validates/applies `config` (which may be null).
 ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out);
+
+/// A copy of a caller's ncclConfig_t (and the name it points to) for work that runs after the
+/// call has returned.
+struct OwnedConfig {
+  ncclConfig_t config;
+  std::string commName;
+  bool present = false;
+  const ncclConfig_t* get() const { return present ? &config : nullptr; }
+};
+std::shared_ptr<OwnedConfig> ownConfig(const ncclConfig_t* config);
 
 }  // namespace braid

@@ -1,5 +1,5 @@
 // The device runtime: the few CUDA services the device path needs, behind one interface, so the
-// staging and stream logic (device_staging.h) runs the same over CUDA and over a fake device
+// staging and stream logic (exec/device_queue.h) runs the same over CUDA and over a fake device
 // that the tests drive on a machine without a GPU.
 //
 // Streams and pointers travel as void* (a cudaStream_t, a device address); results are

@@ -3,6 +3,8 @@
 #include <bit>
 #include <cstring>
 
+#include "braid/datatypes.h"
+
 namespace braid::gradsync {
 
 bool isGradientType(ncclDataType_t dtype) {
@@ -11,57 +13,13 @@ bool isGradientType(ncclDataType_t dtype) {
 }
 
 size_t elementSize(ncclDataType_t dtype) {
-  switch (dtype) {
-    case ncclInt8:
-    case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-      return 4;
-    case ncclInt64:
-    case ncclUint64:
-    case ncclFloat64:
-      return 8;
-    default:
-      return 0;
-  }
+  const braid::DataType* type = braid::findDataType(dtype);
+  return type ? type->size : 0;
 }
 
 std::string dtypeName(ncclDataType_t dtype) {
-  switch (dtype) {
-    case ncclInt8:
-      return "int8";
-    case ncclUint8:
-      return "uint8";
-    case ncclInt32:
-      return "int32";
-    case ncclUint32:
-      return "uint32";
-    case ncclInt64:
-      return "int64";
-    case ncclUint64:
-      return "uint64";
-    case ncclFloat16:
-      return "float16";
-    case ncclFloat32:
-      return "float32";
-    case ncclFloat64:
-      return "float64";
-    case ncclBfloat16:
-      return "bfloat16";
-    case ncclFloat8e4m3:
-      return "float8e4m3";
-    case ncclFloat8e5m2:
-      return "float8e5m2";
-    default:
-      return "dtype(" + std::to_string(static_cast<int>(dtype)) + ")";
-  }
+  const braid::DataType* type = braid::findDataType(dtype);
+  return type ? type->name : "dtype(" + std::to_string(static_cast<int>(dtype)) + ")";
 }
 
 // fp32 -> fp16 with round to nearest even, without branches on the data in the common case

@@ -1,6 +1,7 @@
 // Element-level helpers of the gradient layer: dtype sizes and names, fp16/bf16 conversions
 // (round to nearest even, as the wire formats need) and local accumulation. Built on nothing but
-// the public dtype enum, so the layer stays on Braid's public API.
+// the public dtype enum and the dtype table (include/braid/datatypes.h, a header over nccl.h alone), so
+// the layer stays on Braid's public API.
 #pragma once
 
 #include <cstddef>

@@ -1,132 +1,91 @@
+// SHA-256 and HMAC-SHA-256 through OpenSSL's libcrypto: a security primitive is taken from a
+// vetted, constant-time implementation rather than written here (docs/design.md, "Bootstrap").
 #include "util/hmac_sha256.h"
 
-#include <algorithm>
-#include <cstring>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
+#include <memory>
+#include <stdexcept>
 
 namespace braid {
 namespace {
 
-constexpr uint32_t kRound[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-
-inline uint32_t rotr(uint32_t x, int n) {
-  return (x >> n) | (x << (32 - n));
+// Only allocation failure makes these calls fail; there is no proof to give without them.
+[[noreturn]] void cryptoFailed(const char* what) {
+  throw std::runtime_error(std::string("libcrypto: ") + what + " failed");
 }
 
-class Sha256 {
+struct MacDeleter {
+  void operator()(EVP_MD* md) const { EVP_MD_free(md); }
+  void operator()(EVP_MAC* mac) const { EVP_MAC_free(mac); }
+  void operator()(EVP_MAC_CTX* ctx) const { EVP_MAC_CTX_free(ctx); }
+};
+
+// SHA-256 and an HMAC-SHA-256 context without a key, made when the library loads: each call
+// duplicates it and adds its key, so no call looks HMAC or SHA-256 up in libcrypto's provider
+// store. A lookup takes a lock, and a process that forks while another of its threads holds that
+// lock (or is inside a first call's one-time setup) leaves the child blocked for good; the rank
+// harness and launchers fork ranks from processes whose bootstrap root thread is checking proofs.
+class HmacTemplate {
  public:
-  void update(const void* data, size_t len) {
-    auto* p = static_cast<const unsigned char*>(data);
-    total_ += len;
-    while (len > 0) {
-      size_t take = std::min(len, sizeof(block_) - used_);
-      memcpy(block_ + used_, p, take);
-      used_ += take;
-      p += take;
-      len -= take;
-      if (used_ == sizeof(block_)) {
-        compress();
-        used_ = 0;
-      }
-    }
+  HmacTemplate() {
+    sha256_.reset(EVP_MD_fetch(nullptr, "SHA256", nullptr));
+    mac_.reset(EVP_MAC_fetch(nullptr, "HMAC", nullptr));
+    if (!mac_) return;
+    ctx_.reset(EVP_MAC_CTX_new(mac_.get()));
+    char digest[] = "SHA256";
+    const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                                 OSSL_PARAM_END};
+    if (ctx_ && EVP_MAC_CTX_set_params(ctx_.get(), params) != 1) ctx_.reset();
   }
-  void finish(unsigned char out[kSha256Bytes]) {
-    const uint64_t bits = total_ * 8;
-    const unsigned char one = 0x80, zero = 0;
-    update(&one, 1);
-    while (used_ != 56) update(&zero, 1);
-    unsigned char length[8];
-    for (int i = 0; i < 8; i++) length[i] = static_cast<unsigned char>(bits >> (56 - 8 * i));
-    update(length, 8);
-    for (int i = 0; i < 8; i++)
-      for (int b = 0; b < 4; b++)
-        out[4 * i + b] = static_cast<unsigned char>(h_[i] >> (24 - 8 * b));
+  /// A fresh context for one MAC.
+  EVP_MAC_CTX* fresh() const {
+    if (!ctx_) cryptoFailed("setting up HMAC-SHA-256");
+    return EVP_MAC_CTX_dup(ctx_.get());
+  }
+  const EVP_MD* sha256() const {
+    if (!sha256_) cryptoFailed("fetching SHA-256");
+    return sha256_.get();
   }
 
  private:
-  void compress() {
-    uint32_t w[64];
-    for (int i = 0; i < 16; i++)
-      w[i] = uint32_t(block_[4 * i]) << 24 | uint32_t(block_[4 * i + 1]) << 16 |
-             uint32_t(block_[4 * i + 2]) << 8 | uint32_t(block_[4 * i + 3]);
-    for (int i = 16; i < 64; i++) {
-      uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-      uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
-    for (int i = 0; i < 64; i++) {
-      uint32_t t1 =
-          h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + kRound[i] + w[i];
-      uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-      h = g;
-      g = f;
-      f = e;
-      e = d + t1;
-      d = c;
-      c = b;
-      b = a;
-      a = t1 + t2;
-    }
-    h_[0] += a;
-    h_[1] += b;
-    h_[2] += c;
-    h_[3] += d;
-    h_[4] += e;
-    h_[5] += f;
-    h_[6] += g;
-    h_[7] += h;
-  }
-
-  uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  unsigned char block_[64] = {};
-  size_t used_ = 0;
-  uint64_t total_ = 0;
+  std::unique_ptr<EVP_MD, MacDeleter> sha256_;
+  std::unique_ptr<EVP_MAC, MacDeleter> mac_;
+  std::unique_ptr<EVP_MAC_CTX, MacDeleter> ctx_;
 };
+
+const HmacTemplate kHmac;
 
 }  // namespace
 
 void sha256(const void* data, size_t len, unsigned char out[kSha256Bytes]) {
-  Sha256 s;
-  s.update(data, len);
-  s.finish(out);
+  if (EVP_Digest(data, len, out, nullptr, kHmac.sha256(), nullptr) != 1) cryptoFailed("SHA-256");
 }
 
 void hmacSha256(const void* key, size_t keyLen, const MacPart* parts, size_t nparts,
                 unsigned char out[kSha256Bytes]) {
-  unsigned char k[64] = {};
-  if (keyLen > sizeof(k))
-    sha256(key, keyLen, k);
-  else
-    memcpy(k, key, keyLen);
-  unsigned char pad[64];
-  for (int i = 0; i < 64; i++) pad[i] = k[i] ^ 0x36;
-  Sha256 inner;
-  inner.update(pad, sizeof(pad));
-  for (size_t i = 0; i < nparts; i++) inner.update(parts[i].data, parts[i].len);
-  unsigned char innerHash[kSha256Bytes];
-  inner.finish(innerHash);
-  for (int i = 0; i < 64; i++) pad[i] = k[i] ^ 0x5c;
-  Sha256 outer;
-  outer.update(pad, sizeof(pad));
-  outer.update(innerHash, sizeof(innerHash));
-  outer.finish(out);
+  std::unique_ptr<EVP_MAC_CTX, MacDeleter> ctx(kHmac.fresh());
+  if (!ctx) cryptoFailed("HMAC context");
+  // A null key would mean "keep the previous key": an empty key still gets a valid pointer.
+  static const unsigned char kEmptyKey = 0;
+  const auto* keyBytes = keyLen ? static_cast<const unsigned char*>(key) : &kEmptyKey;
+  if (EVP_MAC_init(ctx.get(), keyBytes, keyLen, nullptr) != 1) cryptoFailed("HMAC key setup");
+  for (size_t i = 0; i < nparts; i++) {
+    if (EVP_MAC_update(ctx.get(), static_cast<const unsigned char*>(parts[i].data), parts[i].len) !=
+        1) {
+      cryptoFailed("HMAC update");
+    }
+  }
+  size_t written = 0;
+  if (EVP_MAC_final(ctx.get(), out, &written, kSha256Bytes) != 1 || written != kSha256Bytes)
+    cryptoFailed("HMAC final");
 }
 
 bool constantTimeEqual(const void* a, const void* b, size_t len) {
-  auto* x = static_cast<const unsigned char*>(a);
-  auto* y = static_cast<const unsigned char*>(b);
-  unsigned char diff = 0;
-  for (size_t i = 0; i < len; i++) diff |= x[i] ^ y[i];
-  return diff == 0;
+  return CRYPTO_memcmp(a, b, len) == 0;
 }
 
 }  // namespace braid

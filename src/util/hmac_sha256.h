@@ -1,6 +1,7 @@
-// HMAC-SHA-256 (FIPS 180-4, RFC 2104), for proving knowledge of a communicator's secret without
-// sending it: each side answers the other's fresh nonce with a MAC keyed by the secret, so a
-// listener on the wire, or a stranger posing as the bootstrap root, learns nothing it can reuse.
+// HMAC-SHA-256 (FIPS 180-4, RFC 2104; OpenSSL's libcrypto computes it), for proving knowledge of
+// a communicator's secret without sending it: each side answers the other's fresh nonce with a
+// MAC keyed by the secret, so a listener on the wire, or a stranger posing as the bootstrap root,
+// learns nothing it can reuse.
 #pragma once
 
 #include <cstddef>

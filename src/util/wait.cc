@@ -8,12 +8,13 @@
 namespace braid::detail {
 
 ncclResult_t waitSlow(const WaitPolicy& policy, const WakeWord& w, bool (*ready)(const void*),
-                      const void* readyArg, LivenessCheck* peer, const char* what) {
-  // A few yields first: on an oversubscribed core the peer may only need our time slice.
+                      const void* readyArg, LivenessCheck* peer, const char* what, bool peerHere) {
+  // A few yields first: on an oversubscribed core the peer may only need our time slice. An
+  // answer within them says the peer was running after all, unless it ran on this core.
   for (int i = 0; i < 4; i++) {
     sched_yield();
     if (ready(readyArg)) {
-      policy.spinPaid();
+      if (!peerHere) policy.spinPaid();
       return ncclSuccess;
     }
   }

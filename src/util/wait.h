@@ -1,12 +1,18 @@
-// Waiting that scales down to oversubscribed cores and always ends: spin briefly, then sleep on a
-// futex in short slices, checking the abort flag, the deadline and the peer's liveness each slice.
+// Waiting that follows the machine as it is now and always ends. A wait spins only while
+// spinning can pay: never when the peer it waits for last ran on this very core (it needs this
+// core to answer), and for a budget that grows while spins end in an answer and shrinks while
+// they do not (the peer is not running: another process took its core). Then it yields, then
+// sleeps on a futex in short slices, checking the abort flag, the deadline and the peer's
+// liveness each slice.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 
+#include <sched.h>
 #include "nccl.h"
+
 #include "util/futex.h"
 
 namespace braid {
@@ -24,6 +30,18 @@ class LivenessCheck {
 
 struct WakeWord;
 
+/// The core this thread runs on now (the kernel keeps it where the thread can read it: a few
+/// nanoseconds); kUnknownCpu where it cannot be told.
+constexpr uint32_t kUnknownCpu = 0xffffffffu;
+inline uint32_t currentCpu() {
+  const int cpu = sched_getcpu();
+  return cpu < 0 ? kUnknownCpu : static_cast<uint32_t>(cpu);
+}
+/// Polls a budget never shrinks below: about two microseconds, as long as a running peer takes
+/// to answer a small message, so a budget that shrank while the peer was away grows back as
+/// soon as it runs again.
+constexpr int kMinSpinPolls = 64;
+
 /// Consulted while a wait is stalled (every ~20 ms of sleeping), to tell a slow peer from a peer
 /// that is in another call: an error ends the wait. `waitingOn` is the word the wait sleeps on
 /// (a FIFO's head or tail), which tells the observer whom it waits for.
@@ -39,11 +57,8 @@ struct WaitPolicy {
   double timeoutS = 300;                         ///< BRAID_TIMEOUT_S
   const std::atomic<uint32_t>* abort = nullptr;  ///< non-zero: give up now
   /// The spin budget in force: halved whenever spinning did not pay (the peer was not running,
-  /// e.g. another process took its core), down to a tenth of spinIters, doubled back towards
-  /// spinIters whenever it did, or
-  /// whenever the wait ended within a few yields (the peer was running after all: without that a
-  /// budget halved to zero could never grow back). Only the thread that owns the policy's
-  /// communicator waits with it.
+  /// e.g. another process took its core), down to kMinSpinPolls, doubled back towards spinIters
+  /// whenever it did. Only the thread that owns the policy's communicator waits with it.
   mutable int spinNow = -1;
   StallObserver* stall = nullptr;  ///< the running operation's mismatch watch, if any
 
@@ -51,18 +66,28 @@ struct WaitPolicy {
   int spinBudget() const { return spinNow >= 0 ? spinNow : spinIters; }
   /// The peer answered while this rank spun or yielded: grow the budget back towards spinIters.
   void spinPaid() const { spinNow = std::min(spinIters, spinBudget() * 2 + 16); }
-  /// A spin of `budget` polls ended without the peer: halve it, never below a tenth of spinIters
-  /// (about 60 us of polling by default, longer than a sleeping peer takes to wake). Two ranks
-  /// whose budgets had both collapsed would otherwise each sleep until the other woke it, for
-  /// good (8-byte allreduces at 66 us per call instead of 0.6).
-  void spinFailed(int budget) const { spinNow = std::max(spinIters / 10, budget / 2); }
+  /// A spin of `budget` polls ended without the peer: halve it, never below kMinSpinPolls (nor
+  /// above spinIters).
+  void spinFailed(int budget) const {
+    spinNow = std::min(spinIters, std::max(kMinSpinPolls, budget / 2));
+  }
 };
 
-/// The word a waiter sleeps on and the count of sleepers the other side checks before waking.
+/// The word a waiter sleeps on and the count of sleepers the other side checks before waking;
+/// `peerCpu` (if set) is where the other side last ran (currentCpu(), stored as it publishes).
 struct WakeWord {
   std::atomic<uint32_t>* word;
   std::atomic<uint32_t>* sleepers;
+  const std::atomic<uint32_t>* peerCpu = nullptr;
 };
+
+/// True when the other side of `w` last ran on this thread's core: it cannot answer until this
+/// thread gives the core up, so spinning only delays it.
+inline bool peerOnThisCore(const WakeWord& w) {
+  if (!w.peerCpu) return false;
+  const uint32_t theirs = w.peerCpu->load(std::memory_order_relaxed);
+  return theirs != kUnknownCpu && theirs == currentCpu();
+}
 
 /// Publisher side: after changing *w.word (seq_cst), wake sleepers if any.
 inline void notify(const WakeWord& w) {
@@ -71,7 +96,7 @@ inline void notify(const WakeWord& w) {
 
 namespace detail {
 ncclResult_t waitSlow(const WaitPolicy& policy, const WakeWord& w, bool (*ready)(const void*),
-                      const void* readyArg, LivenessCheck* peer, const char* what);
+                      const void* readyArg, LivenessCheck* peer, const char* what, bool peerHere);
 }
 
 /// Returns once ready() holds, or an error (abort, timeout, dead peer) naming `what`.
@@ -79,18 +104,21 @@ template <class Ready>
 inline ncclResult_t waitUntil(const WaitPolicy& policy, const WakeWord& w, const Ready& ready,
                               LivenessCheck* peer, const char* what) {
   if (ready()) return ncclSuccess;
-  const int budget = policy.spinBudget();
-  for (int i = 0; i < budget; i++) {
-    cpuRelax();
-    if (ready()) {
-      if (budget < policy.spinIters) policy.spinPaid();
-      return ncclSuccess;
+  const bool peerHere = peerOnThisCore(w);
+  if (!peerHere) {
+    const int budget = policy.spinBudget();
+    for (int i = 0; i < budget; i++) {
+      cpuRelax();
+      if (ready()) {
+        if (budget < policy.spinIters) policy.spinPaid();
+        return ncclSuccess;
+      }
     }
+    policy.spinFailed(budget);
   }
-  policy.spinFailed(budget);
   return detail::waitSlow(
       policy, w, [](const void* r) { return (*static_cast<const Ready*>(r))(); }, &ready, peer,
-      what);
+      what, peerHere);
 }
 
 }  // namespace braid

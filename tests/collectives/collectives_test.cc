@@ -1,8 +1,9 @@
 // Broadcast, Reduce, AllGather and ReduceScatter against exact expectations: every dtype, the
 // ops that apply, roots first/middle/last, counts 0/1/7/prime/multi-chunk, in-place and
 // out-of-place, on ranks as threads (same-process and TCP transports) and as processes (shm).
-// Inputs are small integers whose every partial result is exact in the dtype, so each element
-// of each rank's output must equal the float64/int64 expectation bit for bit.
+// Inputs are integers whose every partial result is exact in the dtype (the shared generator of
+// verifiable/), so each element of each rank's output must equal the exact float64 expectation
+// bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,10 +12,11 @@
 #include <vector>
 
 #include "braid/braid.h"
-#include "core/comm.h"
+#include "comm/communicator.h"
 #include "harness/rank_harness.h"
 #include "oracle/case_buffer.h"
 #include "oracle/dtype_codec.h"
+#include "verifiable/exact_inputs.h"
 
 namespace {
 
@@ -30,27 +32,11 @@ const char* collName(Coll c) {
   return names[static_cast<int>(c)];
 }
 
-// Rank r's input element i, as a double, for op `op` and `nranks` ranks: small enough that every
-// partial sum or product is exactly representable in the dtype.
-double inputValue(const DTypeInfo& t, ncclRedOp_t op, int nranks, int r, size_t i) {
-  uint64_t h = (i * 2654435761u) ^ (static_cast<uint64_t>(r) * 40503u + 17);
-  if (op == ncclProd) return (h % 5 == 0) ? 2 : (t.isFloat || t.isSigned) && h % 7 == 0 ? -1 : 1;
-  int limit = std::max(1, std::min(4, (1 << std::min(t.exactBits, 20)) / nranks));
-  int v = static_cast<int>(h % static_cast<uint64_t>(limit + 1));
-  return (t.isFloat || t.isSigned) && (h >> 7) % 2 ? -v : v;
-}
-
-double combine(ncclRedOp_t op, double a, double b) {
-  switch (op) {
-    case ncclSum:
-      return a + b;
-    case ncclProd:
-      return a * b;
-    case ncclMax:
-      return a > b ? a : b;
-    default:
-      return a < b ? a : b;
-  }
+// Every rank's inputs: the shared generator's (verifiable/exact_inputs.h), small enough that
+// every partial sum or product is exactly representable in the dtype.
+braid::verifiable::ExactInputs inputsOf(ncclDataType_t dtype, ncclRedOp_t op, int nranks) {
+  return braid::verifiable::ExactInputs(braid::verifiable::InputSpec{
+      dtype, static_cast<braid::verifiable::Reduction>(op), nranks, 17});
 }
 
 uint64_t encode(const DTypeInfo& t, double v) {
@@ -82,7 +68,8 @@ void runCase(RankContext& ctx, ncclComm_t comm, const Case& c, Registration regi
     return ctx.fail("buffers: " + in.error() + out.error());
   for (size_t i = 0; i < outBytes / t.size; i++)
     braid::oracle::storeElement(t, out.data(), i, t.poison);
-  auto value = [&](int r, size_t i) { return inputValue(t, c.op, n, r, i); };
+  const braid::verifiable::ExactInputs inputs = inputsOf(c.dtype, c.op, n);
+  auto value = [&](int r, size_t i) { return inputs.value(r, i); };
   for (size_t i = 0; i < inCount; i++)
     braid::oracle::storeElement(t, in.data(), i, encode(t, value(me, i)));
 
@@ -99,7 +86,7 @@ void runCase(RankContext& ctx, ncclComm_t comm, const Case& c, Registration regi
       recv = scatters ? out.data() + me * c.count * t.size : out.data();
     }
   }
-  const uint64_t zeroCopyBefore = comm->zeroCopyRuns;
+  const uint64_t zeroCopyBefore = comm->ops.zeroCopyRuns;
   ncclResult_t r = ncclSuccess;
   switch (c.coll) {
     case Coll::kBroadcast:
@@ -124,7 +111,8 @@ void runCase(RankContext& ctx, ncclComm_t comm, const Case& c, Registration regi
   }
   const bool wantZeroCopy =
       registration == Registration::kRegister && n > 1 && c.count > 0 && (gathers || scatters);
-  if (registration != Registration::kNone && (comm->zeroCopyRuns > zeroCopyBefore) != wantZeroCopy)
+  if (registration != Registration::kNone &&
+      (comm->ops.zeroCopyRuns > zeroCopyBefore) != wantZeroCopy)
     ctx.fail(what + (wantZeroCopy ? ": registered buffers were not read in place"
                                   : ": ran zero-copy without registered buffers on every rank"));
   if (c.coll == Coll::kReduce && me != c.root) return;  // only the root's output is defined
@@ -136,9 +124,7 @@ void runCase(RankContext& ctx, ncclComm_t comm, const Case& c, Registration regi
     } else if (gathers) {
       expect = value(static_cast<int>(i / c.count), i % c.count);
     } else {
-      size_t src = scatters ? me * c.count + i : i;
-      expect = value(0, src);
-      for (int q = 1; q < n; q++) expect = combine(c.op, expect, value(q, src));
+      expect = inputs.reduced(scatters ? me * c.count + i : i);
     }
     uint64_t got = braid::oracle::loadElement(t, result, i), want = encode(t, expect);
     if (got != want) {

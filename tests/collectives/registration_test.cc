@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "algorithms/zero_copy.h"
-#include "core/comm.h"
+#include "comm/communicator.h"
 #include "harness/rank_harness.h"
 
 namespace {
@@ -106,10 +106,11 @@ void reallocateBetweenCalls(RankContext& ctx) {
     ncclCommRegister(comm, recv, bytes, &hr);
     for (size_t i = 0; i < count; i++) send[i] = static_cast<int32_t>(ctx.rank() + round + i);
     for (size_t i = 0; i < count; i++) recv[i] = -1;
-    const uint64_t before = comm->zeroCopyRuns;
+    const uint64_t before = comm->ops.zeroCopyRuns;
     if (ncclAllReduce(send, recv, count, ncclInt32, ncclSum, comm, nullptr) != ncclSuccess)
       return ctx.fail(std::string("allreduce: ") + ncclGetLastError(comm));
-    if (comm->zeroCopyRuns != before + 1) ctx.fail("round " + std::to_string(round) + " staged");
+    if (comm->ops.zeroCopyRuns != before + 1)
+      ctx.fail("round " + std::to_string(round) + " staged");
     size_t wrong = 0;
     for (size_t i = 0; i < count; i++) {
       int64_t want = static_cast<int64_t>(n) * (round + i) + n * (n - 1) / 2;
@@ -152,15 +153,15 @@ void quietAfterUnregisteredCalls(RankContext& ctx) {
   const int calls = 2 * static_cast<int>(braid::kZeroCopyQuietCalls) + 3;
   for (int k = 0; k < calls; k++) call(k);
   // Rounds at calls 0, 16 and 32 (each starts a quiet period of 16 calls, counting itself).
-  if (comm->zeroCopyRounds != 3)
-    ctx.fail("unregistered: " + std::to_string(comm->zeroCopyRounds) + " descriptor rounds in " +
-             std::to_string(calls) + " calls, expected 3");
-  if (comm->zeroCopyRuns != 0) ctx.fail("ran zero-copy on unregistered buffers");
+  if (comm->ops.zeroCopyRounds != 3)
+    ctx.fail("unregistered: " + std::to_string(comm->ops.zeroCopyRounds) +
+             " descriptor rounds in " + std::to_string(calls) + " calls, expected 3");
+  if (comm->ops.zeroCopyRuns != 0) ctx.fail("ran zero-copy on unregistered buffers");
   void *hs = nullptr, *hr = nullptr;
   ncclCommRegister(comm, send, bytes, &hs);
   ncclCommRegister(comm, recv, bytes, &hr);
   for (int k = 0; k < static_cast<int>(braid::kZeroCopyQuietCalls); k++) call(calls + k);
-  if (comm->zeroCopyRuns == 0) ctx.fail("registered buffers never ran zero-copy");
+  if (comm->ops.zeroCopyRuns == 0) ctx.fail("registered buffers never ran zero-copy");
   ncclCommDeregister(comm, hs);
   ncclCommDeregister(comm, hr);
   ncclMemFree(send);

@@ -3,26 +3,23 @@
 #include <cstring>
 
 #include "kernels/cpu/isa.h"
+#include "verifiable/input_words.h"
 
 namespace braid::determinism {
 namespace {
 
-std::uint64_t mix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+constexpr std::uint64_t kSeed = 0x5eed;
 
 std::size_t elementBytes(ncclDataType_t type) {
   return type == ncclFloat32 ? 4 : 2;
 }
 
-// Random sign and mantissa, exponents over a 2^-7..2^7 range: sums of such values round
-// differently for different orders, so a changed order shows up in the bits.
+// Random sign and mantissa (the shared words of verifiable/input_words.h), exponents over a
+// 2^-7..2^7 range: sums of such values round differently for different orders, so a changed
+// order shows up in the bits.
 void fillInput(void* buffer, std::size_t count, ncclDataType_t type, int rank) {
   for (std::size_t i = 0; i < count; ++i) {
-    std::uint64_t h = mix64((static_cast<std::uint64_t>(rank) << 40) ^ i ^ 0x5eed);
+    const std::uint64_t h = verifiable::inputWord(kSeed, rank, i);
     std::uint32_t sign = static_cast<std::uint32_t>(h >> 63);
     std::uint32_t shift = static_cast<std::uint32_t>((h >> 32) % 15);  // 0..14
     if (type == ncclFloat32) {

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/comm.h"
+#include "comm/communicator.h"
 #include "device/device_runtime.h"
 #include "harness/rank_harness.h"
 #include "nccl.h"
@@ -193,7 +193,7 @@ void everyCollective(RankContext& ctx) {
   ncclComm_t comm = ctx.initComm();
   ASSERT_NE(comm, nullptr);
   const bool staged = envIs("NCCL_P2P_DISABLE", "1") || envIs("NCCL_SHM_DISABLE", "1");
-  EXPECT_EQ(comm->deviceDirect, !staged);
+  EXPECT_EQ(comm->team.overP2p, !staged);
   const long opsBefore = fakeDevice().deviceOps();
   void* stream = fakeDevice().createStream(0);
   auto s = static_cast<cudaStream_t>(stream);

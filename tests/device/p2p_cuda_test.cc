@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/comm.h"
+#include "comm/communicator.h"
 #include "harness/rank_harness.h"
 #include "nccl.h"
 #include "tests/device/device_test_support.h"
@@ -79,7 +79,7 @@ void collectivesOnOneGpu(RankContext& ctx) {
   }
   ncclComm_t comm = ctx.initComm();
   ASSERT_NE(comm, nullptr);
-  EXPECT_TRUE(comm->deviceDirect) << "ranks on one GPU should be connected by the P2P transport";
+  EXPECT_TRUE(comm->team.overP2p) << "ranks on one GPU should be connected by the P2P transport";
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const int n = ctx.nranks(), me = ctx.rank();

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/comm.h"
+#include "comm/communicator.h"
 #include "device/device_runtime.h"
 #include "harness/rank_harness.h"
 #include "nccl.h"
@@ -57,11 +57,16 @@ struct Pair {
     ctx.nranks = 2;
     ctx.peers = &peers;
   }
+  // Whether the registry picks the P2P transport between the two ranks.
+  bool viaP2p(int peer) {
+    braid::Transport* t = braid::chooseTransport(ctx, peer);
+    return t && std::string(t->name()) == "p2p";
+  }
   bool connects() {
     ctx.rank = 0;
-    const bool forward = braid::p2pCanConnect(ctx, 1);
+    const bool forward = viaP2p(1);
     ctx.rank = 1;
-    EXPECT_EQ(braid::p2pCanConnect(ctx, 0), forward) << "the rule must be symmetric";
+    EXPECT_EQ(viaP2p(0), forward) << "the rule must be symmetric";
     return forward;
   }
 };
@@ -124,17 +129,17 @@ void handlesMapTheReceiversSlots(RankContext& ctx) {
   ASSERT_NE(comm, nullptr);
   const int n = ctx.nranks(), me = ctx.rank();
   const int next = (me + 1) % n, prev = (me + n - 1) % n;
-  ASSERT_TRUE(comm->deviceDirect);
+  ASSERT_TRUE(comm->team.overP2p);
   for (int p = 0; p < n; p++) {
     if (p == me) continue;
-    EXPECT_TRUE(comm->sendTo[p]->fifo().hasDeviceSlots()) << "towards rank " << p;
-    EXPECT_TRUE(comm->recvFrom[p]->fifo().hasDeviceSlots()) << "from rank " << p;
+    EXPECT_TRUE(comm->team.sendTo[p]->fifo().hasDeviceSlots()) << "towards rank " << p;
+    EXPECT_TRUE(comm->team.recvFrom[p]->fifo().hasDeviceSlots()) << "from rank " << p;
   }
   if (ctx.shape() == braid::test::RankShape::kProcesses) {
     EXPECT_EQ(fakeDevice().openedMappings() - opened, n - 1);
   }
-  braid::FifoSender& out = comm->sendTo[next]->fifo();
-  braid::FifoReceiver& in = comm->recvFrom[prev]->fifo();
+  braid::FifoSender& out = comm->team.sendTo[next]->fifo();
+  braid::FifoReceiver& in = comm->team.recvFrom[prev]->fifo();
   const size_t slotBytes = out.slotBytes();
   auto* mine = static_cast<uint32_t*>(out.deviceSlot(braid::fifoSlots(out.control())));
   for (size_t i = 0; i < slotBytes / 4; i++) mine[i] = static_cast<uint32_t>(me * 1000003 + i);
@@ -179,7 +184,7 @@ TEST_F(P2pTransportTest, RanksShareDevicesAndSpanThem) {
       int device = -1;
       ASSERT_EQ(ncclCommCuDevice(comms[r], &device), ncclSuccess);
       EXPECT_EQ(device, devlist[r]);
-      EXPECT_TRUE(comms[r]->deviceDirect);
+      EXPECT_TRUE(comms[r]->team.overP2p);
       streams[r] = fake.createStream(devlist[r]);
       bufs[r] = static_cast<int32_t*>(fake.deviceAlloc(devlist[r], count * 4));
       for (size_t i = 0; i < count; i++) bufs[r][i] = input(r, i);

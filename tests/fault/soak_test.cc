@@ -12,6 +12,9 @@
 #include <random>
 
 #include "fault/fault_run.h"
+#include "braid/datatypes.h"
+#include "verifiable/element_codec.h"
+#include "verifiable/exact_inputs.h"
 
 namespace braid::fault {
 namespace {
@@ -32,89 +35,12 @@ struct Op {
   int root;
 };
 
-// Inputs are small integers (0..3 for unsigned types, -3..3 otherwise), so sums, products and
-// extremes over 4 ranks are exact in every datatype and the reference is plain int64 math.
-int64_t input(const Op& o, int rank, size_t i, int salt) {
-  uint64_t h = (i * 2654435761u) ^ (rank * 40503u) ^ (salt * 97u);
-  bool unsignedType = o.dtype == ncclUint8 || o.dtype == ncclUint32 || o.dtype == ncclUint64;
-  return unsignedType ? static_cast<int64_t>(h % 4) : static_cast<int64_t>(h % 7) - 3;
-}
-
-int64_t combine(ncclRedOp_t op, int64_t a, int64_t b) {
-  switch (op) {
-    case ncclProd:
-      return a * b;
-    case ncclMax:
-      return std::max(a, b);
-    case ncclMin:
-      return std::min(a, b);
-    default:
-      return a + b;
-  }
-}
-
-size_t dtypeSize(ncclDataType_t t) {
-  switch (t) {
-    case ncclInt8:
-    case ncclUint8:
-      return 1;
-    case ncclInt64:
-    case ncclUint64:
-    case ncclFloat64:
-      return 8;
-    default:
-      return 4;
-  }
-}
-
-void store(ncclDataType_t t, void* base, size_t i, int64_t v) {
-  switch (t) {
-    case ncclInt8:
-      static_cast<int8_t*>(base)[i] = static_cast<int8_t>(v);
-      break;
-    case ncclUint8:
-      static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v);
-      break;
-    case ncclInt32:
-      static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v);
-      break;
-    case ncclUint32:
-      static_cast<uint32_t*>(base)[i] = static_cast<uint32_t>(v);
-      break;
-    case ncclInt64:
-      static_cast<int64_t*>(base)[i] = v;
-      break;
-    case ncclUint64:
-      static_cast<uint64_t*>(base)[i] = static_cast<uint64_t>(v);
-      break;
-    case ncclFloat32:
-      static_cast<float*>(base)[i] = static_cast<float>(v);
-      break;
-    default:
-      static_cast<double*>(base)[i] = static_cast<double>(v);
-      break;
-  }
-}
-
-int64_t load(ncclDataType_t t, const void* base, size_t i) {
-  switch (t) {
-    case ncclInt8:
-      return static_cast<const int8_t*>(base)[i];
-    case ncclUint8:
-      return static_cast<const uint8_t*>(base)[i];
-    case ncclInt32:
-      return static_cast<const int32_t*>(base)[i];
-    case ncclUint32:
-      return static_cast<const uint32_t*>(base)[i];
-    case ncclInt64:
-      return static_cast<const int64_t*>(base)[i];
-    case ncclUint64:
-      return static_cast<int64_t>(static_cast<const uint64_t*>(base)[i]);
-    case ncclFloat32:
-      return static_cast<int64_t>(static_cast<const float*>(base)[i]);
-    default:
-      return static_cast<int64_t>(static_cast<const double*>(base)[i]);
-  }
+// Inputs from the shared generator (verifiable/exact_inputs.h): integers bounded so that
+// sums, products and extremes over the ranks are exact in every datatype, the expected value
+// their exact reduction in double. Every op draws its own inputs (the op number seeds them).
+verifiable::ExactInputs inputsOf(const Op& o, int nranks, int salt) {
+  return verifiable::ExactInputs(verifiable::InputSpec{
+      o.dtype, static_cast<verifiable::Reduction>(o.op), nranks, static_cast<uint64_t>(salt)});
 }
 
 Op randomOp(std::mt19937_64& rng, int nranks) {
@@ -135,12 +61,14 @@ Op randomOp(std::mt19937_64& rng, int nranks) {
 // Runs one op on this rank and checks every element; false (with a failure) when wrong.
 bool runAndCheck(RankContext& ctx, ncclComm_t comm, const Op& o, int salt) {
   const int n = ctx.nranks(), me = ctx.rank();
-  const size_t es = dtypeSize(o.dtype);
+  const size_t es = braid::dataType(o.dtype).size;
+  const verifiable::ExactInputs inputs = inputsOf(o, n, salt);
   const bool gathers = o.coll == Coll::kAllGather, scatters = o.coll == Coll::kReduceScatter;
   const size_t inCount = scatters ? o.count * n : o.count;
   const size_t outCount = gathers ? o.count * n : o.count;
   std::vector<char> in(inCount * es + 1), out(outCount * es + 1, static_cast<char>(0x5A));
-  for (size_t i = 0; i < inCount; i++) store(o.dtype, in.data(), i, input(o, me, i, salt));
+  for (size_t i = 0; i < inCount; i++)
+    verifiable::storeElement(in.data(), i, o.dtype, inputs.value(me, i));
   ncclResult_t r = ncclSuccess;
   switch (o.coll) {
     case Coll::kAllReduce:
@@ -168,19 +96,15 @@ bool runAndCheck(RankContext& ctx, ncclComm_t comm, const Op& o, int salt) {
   }
   if (o.coll == Coll::kReduce && me != o.root) return true;  // output undefined off the root
   for (size_t i = 0; i < outCount; i++) {
-    int64_t expected;
+    double expected;
     if (o.coll == Coll::kBroadcast) {
-      expected = input(o, o.root, i, salt);
+      expected = inputs.value(o.root, i);
     } else if (gathers) {
-      expected = input(o, static_cast<int>(i / o.count), i % o.count, salt);
+      expected = inputs.value(static_cast<int>(i / o.count), i % o.count);
     } else {
-      const size_t at = scatters ? me * o.count + i : i;
-      expected = input(o, 0, at, salt);
-      for (int q = 1; q < n; q++) expected = combine(o.op, expected, input(o, q, at, salt));
+      expected = inputs.reduced(scatters ? me * o.count + i : i);
     }
-    int64_t got = load(o.dtype, out.data(), i);
-    if (o.dtype == ncclUint8) expected &= 0xff;
-    if (o.dtype == ncclUint32) expected &= 0xffffffff;
+    const double got = verifiable::loadElement(out.data(), i, o.dtype);
     if (got != expected) {
       ctx.fail("WRONG RESULT " + what + " element " + std::to_string(i) + ": " +
                std::to_string(got) + ", expected " + std::to_string(expected));

@@ -10,16 +10,14 @@
 #include <vector>
 
 #include "gradsync/element_ops.h"
+#include "verifiable/input_words.h"
 
 namespace braid::gradsync {
 namespace {
 
+// Random words for the conversion sweeps: the shared hash over a counter.
 uint64_t next(uint64_t& state) {
-  state += 0x9e3779b97f4a7c15ull;
-  uint64_t z = state;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  return verifiable::mix64(state++);
 }
 
 // bf16 from first principles: keep 8 significant bits, round half to even, overflow to inf.

@@ -7,71 +7,43 @@
 #include <limits>
 
 #include "gradsync/element_ops.h"
+#include "verifiable/element_codec.h"
+#include "verifiable/input_words.h"
 
 namespace braid::gradsync_test {
 
 namespace {
 
-uint64_t mix(uint64_t x) {  // splitmix64's finaliser
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
+// Gradient g at step s is its own family of words under the seed: (seed, g, s) -> sub-seed.
+uint64_t wordOf(uint64_t seed, int rank, int gradient, size_t element, int step) {
+  const uint64_t family = verifiable::subSeed(verifiable::subSeed(seed, gradient), step);
+  return verifiable::inputWord(family, rank, element);
 }
 
-uint64_t hashOf(uint64_t seed, int rank, int gradient, size_t element, int step) {
-  uint64_t h = mix(seed);
-  h = mix(h ^ static_cast<uint64_t>(rank));
-  h = mix(h ^ static_cast<uint64_t>(gradient));
-  h = mix(h ^ static_cast<uint64_t>(element));
-  return mix(h ^ static_cast<uint64_t>(step));
-}
+constexpr uint64_t kRoughValues = 0x5eed;
 
 }  // namespace
 
 double inputValue(uint64_t seed, int rank, int gradient, size_t element, int step,
                   ncclDataType_t dtype) {
   const int limit = dtype == ncclFloat16 || dtype == ncclBfloat16 ? 16 : 64;
-  const int64_t k =
-      static_cast<int64_t>(hashOf(seed, rank, gradient, element, step) % (2 * limit + 1)) - limit;
-  return static_cast<double>(k) / 8.0;
+  const uint64_t word = wordOf(seed, rank, gradient, element, step);
+  return static_cast<double>(verifiable::uniformInteger(word, limit, true)) / 8.0;
 }
 
 float roughValue(uint64_t seed, int rank, int gradient, size_t element, int step) {
-  const uint64_t h = hashOf(seed ^ 0x5eed, rank, gradient, element, step);
+  const uint64_t h = wordOf(verifiable::subSeed(seed, kRoughValues), rank, gradient, element, step);
   return static_cast<float>(static_cast<double>(h >> 40) / static_cast<double>(1ull << 23) - 1.0);
 }
 
+// The shared codec (verifiable/element_codec.h), not the library's conversions: the inputs and
+// the checks do not lean on what they test.
 void storeValue(void* data, size_t index, ncclDataType_t dtype, double value) {
-  auto* bytes = static_cast<unsigned char*>(data);
-  switch (dtype) {
-    case ncclFloat64:
-      std::memcpy(bytes + 8 * index, &value, 8);
-      return;
-    case ncclFloat32: {
-      float f = static_cast<float>(value);
-      std::memcpy(bytes + 4 * index, &f, 4);
-      return;
-    }
-    case ncclFloat16:
-    case ncclBfloat16: {
-      const float f = static_cast<float>(value);
-      uint16_t h = dtype == ncclFloat16 ? gradsync::floatToHalf(f) : gradsync::floatToBfloat16(f);
-      std::memcpy(bytes + 2 * index, &h, 2);
-      return;
-    }
-    case ncclInt32: {
-      int32_t i = static_cast<int32_t>(value);
-      std::memcpy(bytes + 4 * index, &i, 4);
-      return;
-    }
-    default:
-      std::abort();
-  }
+  verifiable::storeElement(data, index, dtype, value);
 }
 
 double loadValue(const void* data, size_t index, ncclDataType_t dtype) {
-  return gradsync::elementAsDouble(data, index, dtype);
+  return verifiable::loadElement(data, index, dtype);
 }
 
 size_t dtypeBytes(ncclDataType_t dtype) {

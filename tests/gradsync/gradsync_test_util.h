@@ -19,7 +19,8 @@ struct GradSpec {
   ncclDataType_t dtype = ncclFloat32;
 };
 
-/// k/8 with |k| <= 64 (16 for fp16/bf16, so that sums of a few ranks stay exact there too).
+/// k/8 with |k| <= 64 (16 for fp16/bf16, so that sums of a few ranks stay exact there too), k
+/// from the shared words (verifiable/input_words.h) of (seed, gradient, step), rank and element.
 double inputValue(uint64_t seed, int rank, int gradient, size_t element, int step,
                   ncclDataType_t dtype);
 /// A value with a full fp32 mantissa in [-1, 1) (for the wire formats, which must round).

@@ -1,4 +1,4 @@
-// The tuner's online choice (src/algorithms/adaptive_choice.h): with a core per rank on shared
+// The tuner's online choice (src/tuner/adaptive.h): with a core per rank on shared
 // memory, an allreduce size whose near candidates are several takes turns with each of them at
 // the start of every epoch, then runs the one the ranks measured fastest. Every rank must run
 // the same algorithm at every call (a disagreement would fail the call with a mismatch error)

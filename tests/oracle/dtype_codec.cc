@@ -5,24 +5,35 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "verifiable/element_codec.h"
+
 namespace braid::oracle {
 namespace {
 
-// name, size, float, signed, exp, man, bias, ieee, exactBits, minShift, maxShift, poison
+// Per dtype: exactBits, minShift, maxShift, poison.
+DTypeInfo makeInfo(ncclDataType_t type, int exactBits, int minShift, int maxShift,
+                   uint64_t poison) {
+  DTypeInfo info{braid::dataType(type)};
+  info.exactBits = exactBits;
+  info.minShift = minShift;
+  info.maxShift = maxShift;
+  info.poison = poison;
+  return info;
+}
+
 const DTypeInfo kInfos[kNumDTypes] = {
-    {ncclInt8, "int8", 1, false, true, 0, 0, 0, false, 0, 0, 0, 0xA5},
-    {ncclUint8, "uint8", 1, false, false, 0, 0, 0, false, 0, 0, 0, 0xA5},
-    {ncclInt32, "int32", 4, false, true, 0, 0, 0, false, 0, 0, 0, 0xA5A5A5A5},
-    {ncclUint32, "uint32", 4, false, false, 0, 0, 0, false, 0, 0, 0, 0xA5A5A5A5},
-    {ncclInt64, "int64", 8, false, true, 0, 0, 0, false, 0, 0, 0, 0xA5A5A5A5A5A5A5A5ull},
-    {ncclUint64, "uint64", 8, false, false, 0, 0, 0, false, 0, 0, 0, 0xA5A5A5A5A5A5A5A5ull},
-    {ncclFloat16, "float16", 2, true, true, 5, 10, 15, true, 11, -12, 4, 0x7DA5},
-    {ncclFloat32, "float32", 4, true, true, 8, 23, 127, true, 24, -60, 60, 0x7FA5A5A5},
-    {ncclFloat64, "float64", 8, true, true, 11, 52, 1023, true, 53, -300, 300,
-     0x7FF5A5A5A5A5A5A5ull},
-    {ncclBfloat16, "bfloat16", 2, true, true, 8, 7, 127, true, 8, -60, 60, 0x7FA5},
-    {ncclFloat8e4m3, "fp8_e4m3", 1, true, true, 4, 3, 7, false, 4, -6, 4, 0x7F},
-    {ncclFloat8e5m2, "fp8_e5m2", 1, true, true, 5, 2, 15, true, 3, -13, 12, 0x7D},
+    makeInfo(ncclInt8, 0, 0, 0, 0xA5),
+    makeInfo(ncclUint8, 0, 0, 0, 0xA5),
+    makeInfo(ncclInt32, 0, 0, 0, 0xA5A5A5A5),
+    makeInfo(ncclUint32, 0, 0, 0, 0xA5A5A5A5),
+    makeInfo(ncclInt64, 0, 0, 0, 0xA5A5A5A5A5A5A5A5ull),
+    makeInfo(ncclUint64, 0, 0, 0, 0xA5A5A5A5A5A5A5A5ull),
+    makeInfo(ncclFloat16, 11, -12, 4, 0x7DA5),
+    makeInfo(ncclFloat32, 24, -60, 60, 0x7FA5A5A5),
+    makeInfo(ncclFloat64, 53, -300, 300, 0x7FF5A5A5A5A5A5A5ull),
+    makeInfo(ncclBfloat16, 8, -60, 60, 0x7FA5),
+    makeInfo(ncclFloat8e4m3, 4, -6, 4, 0x7F),
+    makeInfo(ncclFloat8e5m2, 3, -13, 12, 0x7D),
 };
 
 uint64_t lowMask(size_t bytes) {
@@ -60,85 +71,21 @@ bool isInfBits(const DTypeInfo& t, uint64_t bits) {
 }
 
 double decodeFloat(const DTypeInfo& t, uint64_t bits) {
-  bits = maskBits(t, bits);
-  if (t.type == ncclFloat32) {
-    float f;
-    uint32_t u = static_cast<uint32_t>(bits);
-    memcpy(&f, &u, 4);
-    return f;
-  }
-  if (t.type == ncclFloat64) {
-    double d;
-    memcpy(&d, &bits, 8);
-    return d;
-  }
-  const int width = 8 * static_cast<int>(t.size);
-  const bool negative = (bits >> (width - 1)) & 1;
-  const uint64_t expField = (bits >> t.manBits) & ((1ull << t.expBits) - 1);
-  const uint64_t manField = bits & ((1ull << t.manBits) - 1);
-  const uint64_t expAllOnes = (1ull << t.expBits) - 1;
-  double magnitude;
-  if (t.ieeeSpecials && expField == expAllOnes) {
-    magnitude = manField == 0 ? INFINITY : NAN;
-  } else if (!t.ieeeSpecials && expField == expAllOnes && manField == (1ull << t.manBits) - 1) {
-    magnitude = NAN;
-  } else if (expField == 0) {
-    magnitude = std::ldexp(static_cast<double>(manField), 1 - t.bias - t.manBits);
-  } else {
-    magnitude = std::ldexp(static_cast<double>(manField + (1ull << t.manBits)),
-                           static_cast<int>(expField) - t.bias - t.manBits);
-  }
-  return negative ? -magnitude : magnitude;
+  return verifiable::decodeFloat(t.format, maskBits(t, bits));
 }
 
 uint64_t encodeFloat(const DTypeInfo& t, double v) {
-  auto notExact = [&] {
+  if (std::isnan(v)) throw std::logic_error("oracle: NaN is never an expected value");
+  const uint64_t bits = verifiable::encodeFloat(t.format, v);
+  // The decode must give the value back: no rounding, no overflow (this also rejects e4m3's
+  // NaN code and infinity where the format has none).
+  const double back = decodeFloat(t, bits);
+  if (back != v || std::signbit(back) != std::signbit(v)) {
     std::ostringstream s;
     s.precision(17);
     s << "oracle: " << v << " is not exactly representable in " << t.name;
-    return std::logic_error(s.str());
-  };
-  if (std::isnan(v)) throw std::logic_error("oracle: NaN is never an expected value");
-  uint64_t bits;
-  if (t.type == ncclFloat32) {
-    float f = static_cast<float>(v);
-    if (static_cast<double>(f) != v) throw notExact();
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    bits = u;
-  } else if (t.type == ncclFloat64) {
-    memcpy(&bits, &v, 8);
-  } else {
-    const int width = 8 * static_cast<int>(t.size);
-    const uint64_t sign = std::signbit(v) ? 1ull << (width - 1) : 0;
-    const double a = std::fabs(v);
-    const uint64_t expAllOnes = (1ull << t.expBits) - 1;
-    if (a == 0) {
-      bits = sign;
-    } else if (std::isinf(a)) {
-      if (!t.ieeeSpecials) throw notExact();
-      bits = sign | (expAllOnes << t.manBits);
-    } else {
-      int e;
-      std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1): biased exponent of 1.f form is e-1+bias
-      int64_t biased = e - 1 + t.bias;
-      double mant;
-      uint64_t expField;
-      if (biased >= 1) {
-        mant = std::ldexp(a, t.manBits - (e - 1)) - std::ldexp(1.0, t.manBits);
-        expField = static_cast<uint64_t>(biased);
-      } else {
-        mant = std::ldexp(a, t.bias - 1 + t.manBits);
-        expField = 0;
-      }
-      if (mant != std::floor(mant) || mant >= std::ldexp(1.0, t.manBits)) throw notExact();
-      if (expField > expAllOnes || (t.ieeeSpecials && expField == expAllOnes)) throw notExact();
-      bits = sign | (expField << t.manBits) | static_cast<uint64_t>(mant);
-    }
+    throw std::logic_error(s.str());
   }
-  // The decode must give the value back (this also rejects e4m3's NaN code).
-  double back = decodeFloat(t, bits);
-  if (back != v || std::signbit(back) != std::signbit(v)) throw notExact();
   return bits;
 }
 

@@ -1,28 +1,20 @@
-// The twelve ncclDataType_t formats described from first principles (bit layouts, not the
-// library's conversion code), so the oracle's expected values are independent of what it tests.
-// Values travel as raw bits in a uint64_t (the low `size` bytes).
+// The twelve ncclDataType_t formats described from first principles (bit layouts from the dtype
+// table, decoded and encoded by verifiable/'s codec, not the library's conversion code), so the
+// oracle's expected values are independent of what it tests. Values travel as raw bits in a
+// uint64_t (the low `size` bytes).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "braid/datatypes.h"
 #include "nccl.h"
 
 namespace braid::oracle {
 
-struct DTypeInfo {
-  ncclDataType_t type;
-  const char* name;
-  size_t size;
-  bool isFloat;
-  bool isSigned;  ///< integers only
-  // Floats: exponent/mantissa widths and bias. IEEE-style formats reserve the all-ones exponent
-  // for inf/NaN; e4m3 (OCP FN) has no infinity and only S.1111.111 as NaN.
-  int expBits = 0;
-  int manBits = 0;
-  int bias = 0;
-  bool ieeeSpecials = true;
+/// The library's dtype table entry (size, name, bit layout) and what the oracle adds to it.
+struct DTypeInfo : braid::DataType {
   /// Every integer in [-2^exactBits, 2^exactBits] is exactly representable.
   int exactBits = 0;
   /// Exponent shifts 2^j (j in [minShift, maxShift]) that keep every test value (including

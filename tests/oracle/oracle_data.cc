@@ -2,19 +2,45 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
+
+#include "verifiable/input_words.h"
 
 namespace braid::oracle {
 namespace {
 
-uint64_t splitmix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
+enum Salt : uint64_t { kValue = 1, kScalar = 3, kZero = 4 };
+
+verifiable::Reduction reductionOf(OpKind op) {
+  switch (op) {
+    case OpKind::kAvg:
+      return verifiable::Reduction::kAvg;
+    case OpKind::kPreMulSumHost:
+    case OpKind::kPreMulSumDevice:
+      return verifiable::Reduction::kPreMulSum;
+    default:
+      return verifiable::Reduction::kSum;
+  }
 }
 
-enum Salt : uint64_t { kValue = 1, kShift = 2, kScalar = 3, kZero = 4 };
+// Float sums, averages and premul-sums: the shared integer partitions over the whole exact
+// range, scaled by 2^shift per element; scalars 1/2 and 1/4 alternate between ranks (a rank
+// using another's scalar is caught, and each product is exact); averages divide exactly.
+verifiable::InputSpec sumSpec(const DTypeInfo& t, OpKind op, int nranks, uint64_t seed) {
+  verifiable::InputSpec spec;
+  spec.type = t.type;
+  spec.reduction = reductionOf(op);
+  spec.nranks = nranks;
+  spec.seed = verifiable::subSeed(seed, kValue);
+  spec.maxAmplitude = INT64_MAX;
+  spec.minExponent = t.minShift;
+  spec.maxExponent = t.maxShift;
+  spec.evenScalar = 0.5;
+  spec.oddScalar = 0.25;
+  spec.exactAverage = true;
+  return spec;
+}
 
 }  // namespace
 
@@ -66,18 +92,11 @@ ElementOracle::ElementOracle(ncclDataType_t dtype, OpKind op, int nranks, uint64
       seed_(seed),
       scalars_(nranks, 0),
       decoys_(nranks, 0),
-      scalarValues_(nranks, 0) {
+      sums_(sumSpec(info_, op, nranks, seed)) {
   if (info_.isFloat) {
-    const int64_t limit = int64_t{1} << info_.exactBits;
-    perRankBound_ = limit / nranks;
     if (isPreMulSum(op)) {
-      // Scalars 1/2 and 1/4 alternate when the range allows it (catches a rank using another
-      // rank's scalar); otherwise every rank uses 1/2.
-      const bool mixed = limit / (2 * nranks) >= 1 && nranks > 1;
-      if (mixed) perRankBound_ = limit / (2 * nranks);
       for (int r = 0; r < nranks; r++) {
-        scalarValues_[r] = mixed && r % 2 ? 0.25 : 0.5;
-        scalars_[r] = encodeFloat(info_, scalarValues_[r]);
+        scalars_[r] = encodeFloat(info_, sums_.premulScalar(r));
         decoys_[r] = encodeFloat(info_, 2.0);
       }
     }
@@ -90,9 +109,7 @@ ElementOracle::ElementOracle(ncclDataType_t dtype, OpKind op, int nranks, uint64
 }
 
 uint64_t ElementOracle::random(int rank, size_t i, uint64_t salt) const {
-  uint64_t h = splitmix(seed_ ^ (salt * 0xD1B54A32D192ED03ull));
-  h = splitmix(h ^ static_cast<uint64_t>(rank + 1));
-  return splitmix(h ^ static_cast<uint64_t>(i));
+  return verifiable::inputWord(verifiable::subSeed(seed_, salt), rank, i);
 }
 
 void ElementOracle::element(size_t i, uint64_t* inputs, uint64_t* expected) const {
@@ -188,41 +205,12 @@ void ElementOracle::floatElement(size_t i, uint64_t* in, uint64_t* expected) con
     *expected = encodeFloat(t, product);
     return;
   }
-  // Sum-like: integers k_r scaled by 2^shift.
-  const int span = t.maxShift - t.minShift + 1;
-  const int shift = t.minShift + static_cast<int>(random(-1, i, kShift) % span);
-  const int64_t bound = perRankBound_;
-  int64_t k[64];
+  // Sum-like: the shared generator's exact inputs.
   if (nranks_ > 64) throw std::logic_error("oracle: at most 64 ranks");
-  int64_t sum = 0;
-  for (int r = 0; r < nranks_; r++) {
-    k[r] =
-        static_cast<int64_t>(random(r, i, kValue) % static_cast<uint64_t>(2 * bound + 1)) - bound;
-    sum += k[r];
-  }
-  if (op_ == OpKind::kAvg) {
-    // Make the sum divisible by the odd part of nranks (powers of two divide exactly anyway),
-    // moving inputs towards it within their bound, last ranks first.
-    int64_t odd = nranks_;
-    while (odd % 2 == 0) odd /= 2;
-    int64_t rem = ((sum % odd) + odd) % odd;
-    int64_t delta = rem == 0 ? 0 : rem <= odd / 2 ? -rem : odd - rem;
-    for (int r = nranks_ - 1; r >= 0 && delta != 0; r--) {
-      int64_t move = std::clamp(delta, -bound - k[r], bound - k[r]);
-      k[r] += move;
-      sum += move;
-      delta -= move;
-    }
-    if (delta != 0) throw std::logic_error("oracle: cannot make the average exact");
-  }
-  double exact = 0;
-  for (int r = 0; r < nranks_; r++) {
-    double v = std::ldexp(static_cast<double>(k[r]), shift);
-    in[r] = encodeFloat(t, v);
-    exact += isPreMulSum(op_) ? v * scalarValues_[r] : v;  // exact: few significant bits
-  }
-  if (op_ == OpKind::kAvg) exact /= nranks_;
-  *expected = encodeFloat(t, exact);
+  double values[64];
+  sums_.values(i, values);
+  for (int r = 0; r < nranks_; r++) in[r] = encodeFloat(t, values[r]);
+  *expected = encodeFloat(t, sums_.combine(values));
 }
 
 }  // namespace braid::oracle

@@ -4,10 +4,11 @@
 // How exactness is kept (the reduction order differs between Ring and Tree and between chunks):
 // - Integers: any values. Sum, prod and premulsum wrap modulo 2^bits, which is associative and
 //   commutative, and avg divides the wrapped sum (truncating), as the library documents.
-// - Float sum/avg/premulsum: integers k * 2^j with sum |k| <= 2^exactBits, so every partial sum
-//   in any order is representable (no rounding). Avg picks the inputs so that the sum divides
-//   by the odd part of nranks, which makes the quotient exact. Premulsum scalars are 1/2 or 1/4
-//   (per rank), so each product is exact too.
+// - Float sum/avg/premulsum: the shared generator's integer partitions (verifiable/
+//   exact_inputs.h), k * 2^j with sum |k| <= 2^exactBits, so every partial sum in any order is
+//   representable (no rounding). Avg moves the inputs so that the sum divides by the odd part of
+//   nranks, which makes the quotient exact. Premulsum scalars are 1/2 or 1/4 (per rank), so each
+//   product is exact too.
 // - Float prod: factors from {±1/2, ±1, ±2} and a few ±0: every partial product is a power of
 //   two (or a zero whose sign is the xor of the signs) within range.
 // - Max/min: arbitrary non-NaN bit patterns (subnormals, ±0, inf where the format has it);
@@ -21,6 +22,7 @@
 
 #include "nccl.h"
 #include "oracle/dtype_codec.h"
+#include "verifiable/exact_inputs.h"
 
 namespace braid::oracle {
 
@@ -58,8 +60,7 @@ class ElementOracle {
   uint64_t seed_;
   std::vector<uint64_t> scalars_;
   std::vector<uint64_t> decoys_;
-  std::vector<double> scalarValues_;  ///< floats: the scalars as values
-  int64_t perRankBound_ = 0;          ///< floats: |k| bound of sum-like inputs
+  verifiable::ExactInputs sums_;  ///< floats: sum, avg and premul-sum inputs
 };
 
 }  // namespace braid::oracle

@@ -5,7 +5,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/comm.h"
+#include "comm/communicator.h"
 #include "oracle/case_buffer.h"
 #include "patterns/tree.h"
 
@@ -29,9 +29,9 @@ void fillPoison(const DTypeInfo& t, unsigned char* buf, size_t elements) {
 std::string checkTransports(test::RankContext& ctx, ncclComm_t comm,
                             const std::vector<std::string>& allowed) {
   std::set<std::string> used;
-  for (int peer : patterns::neighbourRanks(comm->rank, comm->nranks)) {
-    const SendConnection* s = comm->sendTo[peer].get();
-    const RecvConnection* r = comm->recvFrom[peer].get();
+  for (int peer : patterns::neighbourRanks(comm->rank(), comm->nranks())) {
+    const SendConnection* s = comm->team.sendTo[peer].get();
+    const RecvConnection* r = comm->team.recvFrom[peer].get();
     if (!s || !r) {
       ctx.fail("no connection to neighbour rank " + std::to_string(peer));
       continue;
@@ -99,7 +99,7 @@ bool runCase(test::RankContext& ctx, ncclComm_t comm, const OracleCase& c, uint6
     op = builtinOp(c.op);
   }
 
-  const uint64_t zeroCopyBefore = comm->zeroCopyRuns;
+  const uint64_t zeroCopyBefore = comm->ops.zeroCopyRuns;
   ncclResult_t r = ncclAllReduce(send.data(), recv, c.count, c.dtype, op, comm, nullptr);
   if (r != ncclSuccess) {
     ctx.fail(name + ": ncclAllReduce: " + ncclGetErrorString(r) + ": " + ncclGetLastError(comm));
@@ -110,7 +110,8 @@ bool runCase(test::RankContext& ctx, ncclComm_t comm, const OracleCase& c, uint6
   const bool wantZeroCopy =
       (registration == Registration::kRegister || registration == Registration::kWindow) && n > 1 &&
       bytes > 0;
-  if (registration != Registration::kNone && (comm->zeroCopyRuns > zeroCopyBefore) != wantZeroCopy)
+  if (registration != Registration::kNone &&
+      (comm->ops.zeroCopyRuns > zeroCopyBefore) != wantZeroCopy)
     ctx.fail(name + (wantZeroCopy ? ": registered buffers were not read in place"
                                   : ": ran zero-copy without registered buffers on every rank"));
   if (isPreMulSum(c.op) && ncclRedOpDestroy(op, comm) != ncclSuccess)

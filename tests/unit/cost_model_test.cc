@@ -1,5 +1,5 @@
 // The tuner file (BRAID_TUNER_FILE): per-transport constants of the cost model, parsed strictly.
-#include "algorithms/cost_model.h"
+#include "tuner/cost_model.h"
 
 #include <gtest/gtest.h>
 

@@ -108,8 +108,8 @@ TEST(Fingerprint, MismatchSentences) {
   EXPECT_EQ(
       describeMismatch(2, f, 4096, 3, slotInfo(4096, collectiveFingerprint(57, mine, "Tree"))),
       "operation mismatch: rank 2 called AllReduce(count=1024,float,sum) #57 with Ring but "
-      "rank 3 called AllReduce(count=1024,float,sum) #57 with Tree (NCCL_ALGO differs "
-      "between the ranks)");
+      "rank 3 called AllReduce(count=1024,float,sum) #57 with Tree (the ranks chose different "
+      "algorithms: NCCL_ALGO, NCCL_PROTO or BRAID_TUNER_ADAPT differs between them)");
   EXPECT_EQ(describeMismatch(2, f, 4096, 3, slotInfo(2048, f)),
             "operation mismatch: rank 2 called AllReduce(count=1024,float,sum) #57 but rank 3 "
             "called AllReduce(count=1024,float,sum) #57 in slots of a different size (rank 2 "

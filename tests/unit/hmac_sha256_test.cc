@@ -49,6 +49,21 @@ TEST(HmacSha256, Rfc4231Cases) {
   // A key longer than a block is hashed first.
   EXPECT_EQ(mac(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First"),
             "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+  // Test case 4: a 25-byte key and 50 bytes of data.
+  std::string key4;
+  for (char c = 1; c <= 25; c++) key4 += c;
+  EXPECT_EQ(mac(key4, std::string(50, '\xcd')),
+            "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
+  // Test case 7: key and data both longer than a block.
+  EXPECT_EQ(mac(std::string(131, '\xaa'),
+                "This is a test using a larger than block-size key and a larger than block-size "
+                "data. The key needs to be hashed before being used by the HMAC algorithm."),
+            "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
+}
+
+TEST(HmacSha256, EmptyKeyAndMessage) {
+  // libcrypto reads a null key as "keep the previous one": an empty key must still be empty.
+  EXPECT_EQ(mac("", ""), "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
 }
 
 TEST(HmacSha256, PartsAreConcatenated) {

@@ -9,16 +9,16 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/cost_model.h"
-#include "algorithms/tuner_calibration.h"
-#include "algorithms/tuner_source.h"
+#include "tuner/calibration.h"
+#include "tuner/cost_model.h"
+#include "tuner/cost_source.h"
 
 namespace braid {
 namespace {
 
 const char* kAllReduceAlgorithms[] = {"Ring", "Tree", "Direct", "TwoShot", "Rabenseifner"};
 
-// The algorithm chooseAlgorithm's ranking picks when every one of them supports the call.
+// The algorithm the tuner's ranking picks when every one of them supports the call.
 std::string cheapest(const CommCostModel& model, int nranks, size_t bytes) {
   CollArgs args;
   args.coll = CollType::kAllReduce;
@@ -44,8 +44,8 @@ CommCostModel modelFor(LinkClass link, double oversubscribe) {
 }
 
 // The crossovers below are the ones tools/tuner-sweep measured on the 2-core reference VM with
-// every algorithm forced side by side (docs/measurements.md, "The tuner against every forced
-// algorithm, side by side"); times in the comments are its medians, us per call, from one sweep.
+// every algorithm forced side by side (its sweeps are kept in docs/results/tuner-sweep-*.json);
+// times in the comments are its medians, us per call, from one sweep.
 TEST(TunerRanking, SharedMemoryTwoRanks) {
   CommCostModel m = modelFor(LinkClass::kShm, 1);  // a core per rank
   EXPECT_EQ(cheapest(m, 2, 8), "Direct");          // 0.8 against the ring's 1.4

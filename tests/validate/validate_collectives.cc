@@ -7,7 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "datatypes.h"
+#include "verifiable/element_codec.h"
+#include "verifiable/input_words.h"
 
 namespace braid::validate {
 namespace {
@@ -61,7 +62,7 @@ MPI_Op mpiOp(Op op) {
 }
 
 double load(const Bytes& buffer, std::size_t index, ncclDataType_t type) {
-  return bench::loadElement(buffer.data(), index, type);
+  return verifiable::loadElement(buffer.data(), index, type);
 }
 
 // The reference for one output element from MPI's reduced value: avg divides like Braid does
@@ -73,8 +74,8 @@ double referenceFromMpi(double mpiValue, const ValueSpec& spec) {
   if (spec.type == ncclFloat64) return mpiValue / n;
   float quotient = static_cast<float>(mpiValue) / static_cast<float>(n);
   alignas(8) unsigned char element[8];
-  bench::storeElement(element, 0, spec.type, quotient);
-  return bench::loadElement(element, 0, spec.type);
+  verifiable::storeElement(element, 0, spec.type, quotient);
+  return verifiable::loadElement(element, 0, spec.type);
 }
 
 class Runner {
@@ -113,14 +114,14 @@ class Runner {
     std::size_t in = inputCount(), out = outputCount();
     Bytes input(in * size_ + 1);
     for (std::size_t i = 0; i < in; ++i)
-      bench::storeElement(input.data(), i, s_.type, inputValue(s_, rank_, i));
+      verifiable::storeElement(input.data(), i, s_.type, inputValue(s_, rank_, i));
 
     // MPI on the same values (premul-sum: each rank's scaled contribution), in MPI's type.
     ncclDataType_t storage = mpiStorage(s_.type);
     std::size_t mpiSize = typeBytes(storage);
     Bytes mpiIn(in * mpiSize + 1), mpiOut(in * mpiSize + 1);
     for (std::size_t i = 0; i < in; ++i)
-      bench::storeElement(mpiIn.data(), i, storage, contribution(s_, rank_, i));
+      verifiable::storeElement(mpiIn.data(), i, storage, contribution(s_, rank_, i));
     runMpiReduction(mpiIn, mpiOut);
 
     ncclRedOp_t op = braidOp();
@@ -130,7 +131,7 @@ class Runner {
       for (std::size_t i = 0; i < out; ++i) {
         double braid = load(result, i, s_.type);
         if (c_.perturb && i == 0) braid = perturbed(braid, allowedDifference(s_, inputIndex(i)));
-        double reference = referenceFromMpi(bench::loadElement(mpiOut.data(), i, storage), s_);
+        double reference = referenceFromMpi(verifiable::loadElement(mpiOut.data(), i, storage), s_);
         compare(braid, reference, allowedDifference(s_, inputIndex(i)), i, inPlace != 0);
       }
     }
@@ -147,7 +148,7 @@ class Runner {
   ncclRedOp_t braidOp() {
     if (s_.op != Op::kPreMulSum) return static_cast<ncclRedOp_t>(s_.op);
     alignas(8) unsigned char scalar[8] = {};
-    bench::storeElement(scalar, 0, s_.type, premulScalar(s_, rank_));
+    verifiable::storeElement(scalar, 0, s_.type, premulScalar(s_, rank_));
     ncclRedOp_t op;
     check(ncclRedOpCreatePreMulSum(&op, scalar, s_.type, ncclScalarHostImmediate, comm_),
           "ncclRedOpCreatePreMulSum");
@@ -219,11 +220,7 @@ class Runner {
 
   void fillRandomBytes(Bytes& buffer, std::size_t elements, int source) const {
     for (std::size_t i = 0; i < elements * size_; ++i) {
-      std::uint64_t h =
-          (s_.seed + 1) * 0x9e3779b97f4a7c15ull ^ (static_cast<std::uint64_t>(source) << 48) ^ i;
-      h ^= h >> 29;
-      h *= 0xbf58476d1ce4e5b9ull;
-      buffer[i] = static_cast<unsigned char>(h >> 56);
+      buffer[i] = static_cast<unsigned char>(verifiable::inputWord(s_.seed, source, i) >> 56);
     }
   }
 

@@ -3,46 +3,26 @@
 #include <algorithm>
 #include <cmath>
 
-#include "datatypes.h"
+#include "braid/datatypes.h"
+#include "verifiable/element_codec.h"
+#include "verifiable/exact_inputs.h"
+#include "verifiable/input_words.h"
 
 namespace braid::validate {
 namespace {
 
-std::uint64_t mix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-// Every integer of magnitude <= this is exact in the type (capped to keep sums readable).
-double exactIntegerLimit(ncclDataType_t type) {
-  switch (type) {
-    case ncclInt8:
-      return 127;
-    case ncclUint8:
-      return 255;
-    case ncclFloat16:
-      return 2048;
-    case ncclBfloat16:
-      return 256;
-    case ncclFloat8e4m3:
-      return 16;
-    case ncclFloat8e5m2:
-      return 8;
-    default:
-      return 1 << 20;
-  }
-}
-
 double roundTo(ncclDataType_t type, double value) {
-  alignas(8) unsigned char element[8];
-  bench::storeElement(element, 0, type, value);
-  return bench::loadElement(element, 0, type);
+  return verifiable::roundToType(type, value);
 }
 
 bool isSigned(ncclDataType_t type) {
-  return bench::typeInfo(type).isSigned;
+  return braid::dataType(type).isSigned;
+}
+
+// kExact: the shared generator's inputs (verifiable/exact_inputs.h), with its scalars 1 and 2.
+verifiable::ExactInputs exactInputs(const ValueSpec& spec) {
+  return verifiable::ExactInputs(verifiable::InputSpec{
+      spec.type, static_cast<verifiable::Reduction>(spec.op), spec.nranks, spec.seed});
 }
 
 }  // namespace
@@ -74,7 +54,7 @@ const char* opName(Op op) {
 }
 
 bool isFloatType(ncclDataType_t type) {
-  return bench::typeInfo(type).isFloat;
+  return braid::dataType(type).isFloat;
 }
 
 bool isWidenedType(ncclDataType_t type) {
@@ -83,48 +63,27 @@ bool isWidenedType(ncclDataType_t type) {
 }
 
 std::size_t typeBytes(ncclDataType_t type) {
-  return bench::typeInfo(type).size;
+  return braid::dataType(type).size;
 }
 
 const char* typeName(ncclDataType_t type) {
-  return bench::typeInfo(type).name;
+  return braid::dataType(type).testsName;
 }
 
 double premulScalar(const ValueSpec& spec, int rank) {
-  // 1 or 2 keeps integer sums exact; 1, 1.25, 1.5, 1.75 have three significant bits, exact in
-  // fp8 too, and make the real products round.
-  if (spec.values == Values::kExact) return 1 + rank % 2;
+  // 1, 1.25, 1.5, 1.75 have three significant bits, exact in fp8 too, and make the real
+  // products round.
+  if (spec.values == Values::kExact) return verifiable::premulScalar(verifiable::InputSpec{}, rank);
   return 1 + 0.25 * (rank % 4);
 }
 
 double inputValue(const ValueSpec& spec, int rank, std::size_t index) {
-  std::uint64_t h =
-      mix64(spec.seed * 0x100000001b3ull + mix64(static_cast<std::uint64_t>(rank)) + index);
-  bool negative = isSigned(spec.type) && (h >> 63);
-  double unit = static_cast<double>(h >> 11) * std::ldexp(1.0, -53);  // [0, 1)
-  double limit = exactIntegerLimit(spec.type);
-  if (spec.values == Values::kExact) {
-    switch (spec.op) {
-      case Op::kProd: {
-        // At most log2(limit) ranks contribute a factor 2; the rest contribute +-1.
-        int doublings = static_cast<int>(std::floor(std::log2(limit)));
-        double factor = (rank < doublings && (h & 1)) ? 2 : 1;
-        return negative ? -factor : factor;
-      }
-      case Op::kMax:
-      case Op::kMin: {
-        double magnitude = std::floor(unit * (std::min(limit, 1000.0) + 1));
-        return negative ? -magnitude : magnitude;
-      }
-      default: {
-        double weight = spec.nranks * (spec.op == Op::kPreMulSum ? 2.0 : 1.0);
-        double magnitude = std::floor(unit * (std::floor(limit / weight) + 1));
-        return negative ? -magnitude : magnitude;
-      }
-    }
-  }
+  if (spec.values == Values::kExact) return exactInputs(spec).value(rank, index);
   // Real values: [-1, 1), or for prod a magnitude in [0.5, 2) so that no product leaves the
   // normal range of any type.
+  const std::uint64_t h = verifiable::inputWord(spec.seed, rank, index);
+  const bool negative = isSigned(spec.type) && (h & 1);
+  const double unit = verifiable::unitInterval(h);
   double value = spec.op == Op::kProd ? std::exp2(2 * unit - 1) : unit;
   return roundTo(spec.type, negative ? -value : value);
 }

@@ -17,9 +17,10 @@ enum class Op { kSum, kProd, kMax, kMin, kAvg, kPreMulSum };
 inline constexpr int kNumOps = 6;
 const char* opName(Op op);
 
-/// kExact: small integers (also for float types), chosen so that every partial result of any
-/// order is representable: both libraries must agree to the bit. kReal: real numbers (float
-/// types only), compared within a bound derived from the reduction order.
+/// kExact: the shared generator's integers (verifiable/exact_inputs.h; also for float types),
+/// chosen so that every partial result of any order is representable: both libraries must agree
+/// to the bit. kReal: real numbers (float types only), compared within a bound derived from the
+/// reduction order.
 enum class Values { kExact, kReal };
 
 struct ValueSpec {

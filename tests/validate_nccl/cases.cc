@@ -3,18 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "datatypes.h"
 #include "validate_data.h"
+#include "verifiable/element_codec.h"
+#include "verifiable/input_words.h"
 
 namespace braid::validate_nccl {
 namespace {
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // NCCL adds fp8 in half precision and rounds the half sum to fp8: two roundings per step, so
 // its unit is fp8's plus half's.
@@ -135,14 +129,14 @@ void fillInput(const CaseKey& key, int nranks, std::uint64_t seed, unsigned char
   auto type = static_cast<ncclDataType_t>(key.type);
   if (key.op < 0) {
     std::size_t bytes = elements * validate::typeBytes(type);
-    std::uint64_t base = splitmix64(seed ^ (static_cast<std::uint64_t>(key.rank) << 40));
+    const std::uint64_t key64 = verifiable::rankKey(seed, key.rank);
     for (std::size_t i = 0; i < bytes; ++i)
-      out[i] = static_cast<unsigned char>(splitmix64(base + i));
+      out[i] = static_cast<unsigned char>(verifiable::streamWord(key64, i));
     return;
   }
   validate::ValueSpec spec = specOf(key, nranks, seed);
   for (std::size_t i = 0; i < elements; ++i)
-    bench::storeElement(out, i, type, validate::inputValue(spec, key.rank, i));
+    verifiable::storeElement(out, i, type, validate::inputValue(spec, key.rank, i));
 }
 
 double allowedDifference(const CaseKey& key, int nranks, std::uint64_t seed, std::size_t index) {
@@ -185,7 +179,7 @@ std::vector<unsigned char> oneRankOutput(const CaseKey& key, std::uint64_t seed)
   } else {
     validate::ValueSpec spec = specOf(key, 1, seed);
     for (std::size_t i = 0; i < l.output; ++i)
-      bench::storeElement(output.data(), i, type, validate::contribution(spec, 0, i));
+      verifiable::storeElement(output.data(), i, type, validate::contribution(spec, 0, i));
   }
   output.pop_back();
   return output;

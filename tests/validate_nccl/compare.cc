@@ -8,8 +8,8 @@
 #include <set>
 
 #include "cases.h"
-#include "datatypes.h"
 #include "results.h"
+#include "verifiable/element_codec.h"
 
 namespace braid::validate_nccl {
 namespace {
@@ -106,7 +106,7 @@ class Comparer {
       const unsigned char* y = &b[i * size];
       if (std::memcmp(x, y, size) == 0) continue;
       double allowed = allowedDifference(key, nranks_, seed_, i);
-      double va = bench::loadElement(x, 0, type), vb = bench::loadElement(y, 0, type);
+      double va = verifiable::loadElement(x, 0, type), vb = verifiable::loadElement(y, 0, type);
       bool ok = false;
       if (isFloat) {
         // IEEE 754 leaves the sign of max(+0, -0) open: either zero is right.

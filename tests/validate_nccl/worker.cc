@@ -26,10 +26,10 @@
 
 #include "cases.h"
 #include "compare.h"
-#include "datatypes.h"
 #include "loader.h"
 #include "memory.h"
 #include "results.h"
+#include "verifiable/element_codec.h"
 
 namespace braid::validate_nccl {
 namespace {
@@ -124,10 +124,10 @@ void perturb(unsigned char* data, const CaseKey& key, int nranks, std::uint64_t 
     data[0] ^= 1;
     return;
   }
-  double value = bench::loadElement(data, 0, type);
+  double value = verifiable::loadElement(data, 0, type);
   for (double delta = 2 * allowed;; delta *= 2) {
-    bench::storeElement(data, 0, type, value + delta);
-    double changed = bench::loadElement(data, 0, type);
+    verifiable::storeElement(data, 0, type, value + delta);
+    double changed = verifiable::loadElement(data, 0, type);
     // NaN (e4m3 has no infinity) never compares within a bound either.
     if (std::isnan(changed) || std::fabs(changed - value) > allowed) return;
   }
@@ -244,7 +244,7 @@ class Runner {
     validate::ValueSpec spec = specOf(key, n, o_.seed);
     for (int r = 0; r < n && *status == ncclSuccess; ++r) {
       alignas(8) unsigned char scalar[8] = {};
-      bench::storeElement(scalar, 0, type, validate::premulScalar(spec, r));
+      verifiable::storeElement(scalar, 0, type, validate::premulScalar(spec, r));
       ncclResult_t result =
           api_.redOpCreatePreMulSum(&(*ops)[r], scalar, type, ncclScalarHostImmediate, comms_[r]);
       (*created)[r] = result == ncclSuccess;

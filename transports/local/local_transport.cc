@@ -35,6 +35,8 @@ struct LocalBlob {
   uint64_t processHash;
   LocalFifo* fifo;
 };
+// The P2P transport carries this blob inside its own.
+static_assert(sizeof(LocalBlob) <= kCarriedBlobBytes);
 
 class LocalRecv : public RecvConnection {
  public:

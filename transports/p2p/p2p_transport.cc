@@ -22,7 +22,8 @@ struct P2pBlob {
   void* slots;
   IpcHandle handle;  ///< for a sender in another process
 };
-static_assert(sizeof(P2pBlob) <= kConnectBlobBytes);
+// The host transport's blob comes first, the device slots' description after it.
+static_assert(kCarriedBlobBytes + sizeof(P2pBlob) <= kConnectBlobBytes);
 
 /// Slots this rank allocated (receiver) or mapped from another process (sender); a sender in
 /// the receiver's process borrows the pointer and owns nothing.
@@ -62,7 +63,7 @@ bool pairCanConnect(const TransportContext& ctx, const PeerInfo& a, const PeerIn
   // The control words need memory both ends map.
   TransportContext host = ctx;
   host.rank = a.rank;
-  Transport* t = chooseTransport(host, b.rank);
+  Transport* t = chooseHostTransport(host, b.rank);
   return t && (std::string(t->name()) == "local" || std::string(t->name()) == "shm");
 }
 
@@ -81,12 +82,6 @@ void describeDevice(int device, PeerInfo* info) {
       if (uint64_t id = rt.deviceIdentity(d)) info->reachable[n++] = id;
 }
 
-bool p2pCanConnect(const TransportContext& ctx, int peer) {
-  if (!allowed(ctx)) return false;
-  const std::vector<PeerInfo>& peers = *ctx.peers;
-  return pairCanConnect(ctx, peers[ctx.rank], peers[peer]);
-}
-
 bool p2pConnectsAll(const TransportContext& ctx) {
   if (!allowed(ctx)) return false;
   const std::vector<PeerInfo>& peers = *ctx.peers;
@@ -98,8 +93,11 @@ bool p2pConnectsAll(const TransportContext& ctx) {
   return true;
 }
 
-ncclResult_t p2pSetupRecv(const TransportContext& ctx, int peer, RecvConnection& conn,
-                          ConnectBlob* blob) {
+namespace {
+
+// Receiving side: allocates the device slots for `conn` and describes them in `out`.
+ncclResult_t setupDeviceSlots(const TransportContext& ctx, int peer, RecvConnection& conn,
+                              P2pBlob* out) {
   DeviceRuntime& rt = deviceRuntime();
   const size_t bytes = static_cast<size_t>(conn.fifo().nslots()) * conn.fifo().slotBytes();
   void* slots = nullptr;
@@ -119,14 +117,13 @@ ncclResult_t p2pSetupRecv(const TransportContext& ctx, int peer, RecvConnection&
     if (ncclResult_t r = rt.exportMemory(slots, &b.handle); r != ncclSuccess)
       return addContext(r, "p2p transport: exporting device slots for rank %d", peer);
   }
-  memcpy(blob->bytes, &b, sizeof(b));
+  *out = b;
   return ncclSuccess;
 }
 
-ncclResult_t p2pConnectSend(const TransportContext& ctx, int peer, SendConnection& conn,
-                            const ConnectBlob& blob) {
-  P2pBlob b;
-  memcpy(&b, blob.bytes, sizeof(b));
+// Sending side: maps the slots `b` describes and attaches them to `conn`.
+ncclResult_t attachDeviceSlots(const TransportContext& ctx, int peer, SendConnection& conn,
+                               const P2pBlob& b) {
   const PeerInfo& me = (*ctx.peers)[ctx.rank];
   const PeerInfo& them = (*ctx.peers)[peer];
   if (b.magic != kBlobMagic || b.deviceId != them.deviceId)
@@ -153,6 +150,43 @@ ncclResult_t p2pConnectSend(const TransportContext& ctx, int peer, SendConnectio
   }
   conn.fifo().setDeviceSlots(static_cast<char*>(slots));
   return ncclSuccess;
+}
+
+class P2pTransport : public Transport {
+ public:
+  const char* name() const override { return "p2p"; }
+  bool carriesDeviceSlots() const override { return true; }
+  bool canConnect(const TransportContext& ctx, int peer) const override {
+    if (!allowed(ctx)) return false;
+    const std::vector<PeerInfo>& peers = *ctx.peers;
+    return pairCanConnect(ctx, peers[ctx.rank], peers[peer]);
+  }
+  ncclResult_t setupRecv(const TransportContext& ctx, int peer, ConnectBlob* blob,
+                         std::unique_ptr<RecvConnection>* conn) override {
+    ConnectBlob host{};
+    BRAID_TRY(chooseHostTransport(ctx, peer)->setupRecv(ctx, peer, &host, conn));
+    P2pBlob b;
+    BRAID_TRY(setupDeviceSlots(ctx, peer, **conn, &b));
+    memcpy(blob->bytes, host.bytes, kCarriedBlobBytes);
+    memcpy(blob->bytes + kCarriedBlobBytes, &b, sizeof(b));
+    return ncclSuccess;
+  }
+  ncclResult_t connectSend(const TransportContext& ctx, int peer, const ConnectBlob& blob,
+                           std::unique_ptr<SendConnection>* conn) override {
+    ConnectBlob host{};
+    memcpy(host.bytes, blob.bytes, kCarriedBlobBytes);
+    BRAID_TRY(chooseHostTransport(ctx, peer)->connectSend(ctx, peer, host, conn));
+    P2pBlob b;
+    memcpy(&b, blob.bytes + kCarriedBlobBytes, sizeof(b));
+    return attachDeviceSlots(ctx, peer, **conn, b);
+  }
+};
+
+}  // namespace
+
+Transport* p2pTransport() {
+  static P2pTransport t;
+  return &t;
 }
 
 }  // namespace braid

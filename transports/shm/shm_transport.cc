@@ -26,6 +26,8 @@ struct ShmBlob {
   int32_t pid;  ///< memfd owner
   int32_t fd;   ///< memfd number in the owner (-1: use the name)
 };
+// The P2P transport carries this blob inside its own.
+static_assert(sizeof(ShmBlob) <= kCarriedBlobBytes);
 
 class Mapping {
  public:

@@ -12,15 +12,14 @@
 
 #include "collective.h"
 #include "datatypes.h"
+#include "verifiable/element_codec.h"
 
 namespace braid::bench {
 namespace {
 
-double roundToType(ncclDataType_t type, double value) {
-  alignas(8) unsigned char element[8];
-  storeElement(element, 0, type, value);
-  return loadElement(element, 0, type);
-}
+using verifiable::loadElement;
+using verifiable::roundToType;
+using verifiable::storeElement;
 
 // One element reduced the way a correct library may do it: any rank order, one rounding per
 // step; avg divides once at the end, premul-sum scales each input first.
@@ -142,7 +141,9 @@ TEST_P(EveryTypeAndOp, CopiedBlocksOfEachSourceAndRunDiffer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, EveryTypeAndOp, ::testing::Range(0, kNumTypes),
-                         [](const auto& info) { return std::string(kTypes[info.param].name); });
+                         [](const auto& info) {
+                           return std::string(kTypes[info.param].testsName);
+                         });
 
 TEST(Verifiable, CopiedDataIsCheckedAgainstTheSourceRank) {
   DataSpec spec{ncclInt32, ncclSum, 4, 9};

@@ -1,0 +1,25 @@
+// A short measurement of this host (tens of milliseconds, no communicator involved) that gives
+// the cost model its constants: the reduce and copy kernels' speed (shared-memory bandwidth and
+// reduction), a TCP loopback ping-pong and stream (TCP latency and bandwidth), and, for the log,
+// a flag ping-pong between two threads.
+#pragma once
+
+#include "tuner/cost_model.h"
+
+namespace braid {
+
+/// The raw figures of one calibration; 0 where a measurement could not be made.
+struct CalibrationFigures {
+  double copyGbps = 0;        ///< kernels::copy, bytes copied per second / 1e9
+  double reduceGbps = 0;      ///< kernels::reduce (float sum), bytes reduced per second / 1e9
+  double threadOneWayUs = 0;  ///< half a round trip of a flag between two threads (logged only)
+  double tcpOneWayUs = 0;     ///< half a round trip of one byte over TCP loopback
+  double tcpGbps = 0;         ///< one TCP loopback stream, bytes per second / 1e9
+};
+
+/// Runs the measurements (about 40 ms; under 100 ms even on a loaded 2-core host).
+CalibrationFigures measureHost();
+/// The model's constants from the figures; a figure that is 0 keeps the built-in constant.
+LinkCosts linkCostsFromFigures(const CalibrationFigures& figures);
+
+}  // namespace braid

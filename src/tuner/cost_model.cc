@@ -1,0 +1,212 @@
+#include "tuner/cost_model.h"
+
+#include <strings.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "util/log.h"
+
+namespace braid {
+namespace {
+
+// Per-algorithm corrections of the textbook counts, fitted to algorithm_race sweeps (every
+// algorithm forced, side by side in one run: docs/performance.md, "Tuner"): steps = c0 + c1 (n-1)
+// + c2 log2(n) latencies are the textbook schedule, stepFactor what one of its steps costs against
+// the transport's alpha, and bytesFactor (+ bytesFactorPerPeer per peer) how far its data path
+// falls short of the byte counts (scratch copies, slot handoffs that wait on every peer; on TCP,
+// peers' sockets that run in parallel narrow the gap).
+// An algorithm whose traffic differs from its collective's textbook schedule (collectives.h)
+// names its own; c3 counts the steps of a broadcast tree, floor(log2 n) deep.
+struct Shape {
+  CollType coll;
+  const char* name;
+  double c0, c1, c2;
+  double stepFactor, bytesFactor;
+  double bytesFactorPerPeer = 0;
+  double c3 = 0;
+  bool ownTraffic = false;
+  Traffic moved{}, reduced{};
+};
+// Every peer's whole message, each rank reduces all of them (one-shot); twice the message up
+// and down a tree, reduced once on the way up.
+constexpr Traffic kToEveryPeer{0, 0, 1, 0};
+constexpr Traffic kTwiceMessage{2, 0, 0, 0};
+constexpr Traffic kOnceMessage{1, 0, 0, 0};
+using C = CollType;
+// Shared memory and same-process FIFOs, a core for every rank (the ranks pinned). Fitted at 2
+// ranks to the choices, not the times (tools/tuner-sweep's paired turns, five sweeps): the
+// one-shot algorithms' steps cost a fifth of alpha, but each of the ring's two chained exchanges
+// reads a chunk that is still in the peer core's cache, which Direct's one exchange pays once,
+// so Direct runs to 128 KiB and the ring from 256 KiB. TwoShot, at 2 ranks the ring with a
+// scratch copy more, gets the bytes factor that keeps it behind both there. The tree's bytes
+// factor is the ring's times the 1.35 it measured on shared cores, not the 0.53 two ranks gave
+// (a pair, which would make it the cheapest at every size from 8 ranks up).
+constexpr Shape kMemoryDedicatedShapes[] = {
+    {C::kAllReduce, "Ring", 0, 2, 0, 0.80, 0.75},
+    {C::kAllReduce, "Direct", 1, 0.5, 0, 0.19, 0.72, 0, 0, true, kToEveryPeer, kToEveryPeer},
+    {C::kAllReduce, "LowLatency", 0.25, 0.25, 0, 1.0, 1.0, 0, 0, true, kToEveryPeer, kToEveryPeer},
+    {C::kAllReduce, "Tree", 2, 0, 2, 0.15, 1.01, 0, 0, true, kTwiceMessage, kOnceMessage},
+    {C::kAllReduce, "TwoShot", 1.875, 0.625, 0, 0.17, 0.95},
+    {C::kAllReduce, "Rabenseifner", 3, 1, 2, 0.09, 1.27}};
+// Shared memory, more ranks than cores: every step waits for a peer to be scheduled. The one-shot
+// algorithms' steps wait on all peers at once and cost less each than the ring's chain. Direct's
+// and TwoShot's bytes factors are fitted to the choices as above (3 and 4 ranks): Direct to
+// 32 KiB at 3 ranks and 16 KiB at 4, TwoShot to 256 KiB, the ring beyond.
+constexpr Shape kMemorySharedShapes[] = {
+    {C::kAllReduce, "Ring", 0, 2, 0, 1.20, 0.70},
+    {C::kAllReduce, "Direct", 1, 0.5, 0, 0.69, 0.61, 0, 0, true, kToEveryPeer, kToEveryPeer},
+    {C::kAllReduce, "LowLatency", 0.25, 0.25, 0, 1.0, 1.0, 0, 0, true, kToEveryPeer, kToEveryPeer},
+    {C::kAllReduce, "Tree", 2, 0, 2, 0.84, 1.28, 0, 0, true, kTwiceMessage, kOnceMessage},
+    {C::kAllReduce, "TwoShot", 1.875, 0.625, 0, 0.78, 0.78},
+    {C::kAllReduce, "Rabenseifner", 3, 1, 2, 0.46, 1.43}};
+// TCP: the sockets and the proxy threads are the limit. One table for every rank count: the fit
+// separated by cores per rank made no better choices.
+constexpr Shape kTcpShapes[] = {
+    {C::kAllReduce, "Ring", 0, 2, 0, 1.14, 0.574, 0.119},
+    {C::kAllReduce, "Direct", 1, 0.5, 0, 0.94, 1.05, 0.029, 0, true, kToEveryPeer, kToEveryPeer},
+    {C::kAllReduce, "Tree", 1, 0, 2, 1.11, 0.366, 0.294, 0, true, kTwiceMessage, kOnceMessage},
+    {C::kAllReduce, "TwoShot", 0, 2, 0, 0.92, 1.19, -0.063},
+    {C::kAllReduce, "Rabenseifner", 1.5, 0, 2, 0.82, 1.04, 0.186}};
+// The other collectives, on every transport (docs/design.md, "Selection"): Bruck's log2(n) steps
+// move its blocks twice through scratch, and its reduce-scatter measured behind the ring even
+// at 4 KiB.
+constexpr Shape kOtherShapes[] = {
+    {C::kBroadcast, "Ring", 0, 1, 0, 1, 1.0},
+    {C::kBroadcast, "Tree", 0, 0, 0, 1, 1.0, 0, 1, true, kTwiceMessage, {}},
+    {C::kReduce, "Ring", 0, 1, 0, 1, 1.0},
+    {C::kAllGather, "Ring", 0, 1, 0, 1, 1.0},
+    {C::kAllGather, "Bruck", 0, 0, 1, 1, 2.0},
+    {C::kReduceScatter, "Ring", 0, 1, 0, 1, 1.0},
+    {C::kReduceScatter, "Bruck", 4, 0, 1, 1, 2.0}};
+
+int ceilLog2(int n) {
+  int k = 0;
+  while ((1 << k) < n) k++;
+  return k;
+}
+
+Shape shapeOf(const CommCostModel& model, CollType coll, const char* algorithm) {
+  auto find = [&](const auto& table) -> const Shape* {
+    for (const Shape& s : table)
+      if (s.coll == coll && strcasecmp(s.name, algorithm) == 0) return &s;
+    return nullptr;
+  };
+  const Shape* s = find(kOtherShapes);
+  if (!s && model.link == LinkClass::kTcp) s = find(kTcpShapes);
+  if (!s && model.oversubscribe <= 1) s = find(kMemoryDedicatedShapes);
+  if (!s) s = find(kMemorySharedShapes);
+  return s ? *s : Shape{coll, algorithm, 0, 1, 0, 1, 1.0};  // unknown: ring-like
+}
+
+}  // namespace
+
+bool parseLinkCosts(const std::string& text, LinkCosts* costs, std::string* error) {
+  std::istringstream lines(text);
+  int number = 0;
+  for (std::string line; std::getline(lines, line);) {
+    number++;
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    std::string name;
+    if (!(words >> name)) continue;
+    LinkCost* target = strcasecmp(name.c_str(), "local") == 0 ? &costs->local
+                       : strcasecmp(name.c_str(), "shm") == 0 ? &costs->shm
+                       : strcasecmp(name.c_str(), "tcp") == 0 ? &costs->tcp
+                                                              : nullptr;
+    if (!target) {
+      *error = "line " + std::to_string(number) + ": unknown transport '" + name + "'";
+      return false;
+    }
+    for (std::string field; words >> field;) {
+      size_t eq = field.find('=');
+      char* end = nullptr;
+      double value = eq == std::string::npos ? 0 : strtod(field.c_str() + eq + 1, &end);
+      std::string key = field.substr(0, eq);
+      if (eq == std::string::npos || !end || *end != '\0' || !(value > 0) ||
+          !std::isfinite(value)) {
+        *error = "line " + std::to_string(number) + ": '" + field + "' is not key=positive number";
+        return false;
+      }
+      if (key == "alpha_us")
+        target->alphaUs = value;
+      else if (key == "gbps")
+        target->gbps = value;
+      else if (key == "reduce_gbps")
+        target->reduceGbps = value;
+      else {
+        *error = "line " + std::to_string(number) + ": unknown key '" + key + "'";
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+LinkCosts defaultLinkCosts() {
+  LinkCosts c;
+  // What the calibration measures on the 2-core reference VM (docs/performance.md, "Tuner"):
+  // copy 45 GB/s and reduce 22.5 GB/s (4 MiB, best of 24), TCP loopback 7.1 us one way and
+  // 3 GB/s (two pinned threads); the shm alpha is the ring's step on shared cores, 1.6 us.
+  c.local = {1.2, 12.6, 22.5};
+  c.shm = {1.6, 10.8, 22.5};
+  c.tcp = {57.0, 1.5, 22.5};
+  return c;
+}
+
+std::string formatLinkCosts(const LinkCosts& costs) {
+  std::string text;
+  const std::pair<const char*, const LinkCost*> rows[] = {
+      {"local", &costs.local}, {"shm", &costs.shm}, {"tcp", &costs.tcp}};
+  for (auto [name, c] : rows) {
+    char line[160];
+    snprintf(line, sizeof(line), "%s alpha_us=%.4g gbps=%.4g reduce_gbps=%.4g\n", name, c->alphaUs,
+             c->gbps, c->reduceGbps);
+    text += line;
+  }
+  return text;
+}
+
+const char* linkClassName(LinkClass c) {
+  return c == LinkClass::kLocal ? "local" : c == LinkClass::kShm ? "shm" : "tcp";
+}
+
+double estimateCollectiveUs(const CommCostModel& model, int n, const CollArgs& args,
+                            const char* algorithm) {
+  const LinkCost& c = model.cost;
+  const double S = static_cast<double>(args.count) * args.elemSize;  // bytes per rank's buffer
+  // Ranks beyond the cores take turns: every step and every byte waits for a core.
+  const double slow = std::max(1.0, model.oversubscribe);
+  const double beta = slow * 1e-3 / c.gbps, gamma = slow * 1e-3 / c.reduceGbps;  // us per byte
+  const double a = slow * c.alphaUs, part = (n - 1.0) / n, lg = ceilLog2(n);
+  auto is = [algorithm](const char* name) { return strcasecmp(algorithm, name) == 0; };
+  if (n == 1 || is("Self")) return args.sendbuff == args.recvbuff ? 0 : S * beta;
+  const Shape shape = shapeOf(model, args.coll, algorithm);
+  // A binary tree of n ranks is floor(log2 n) deep: the broadcast tree's depth.
+  const double depth = std::floor(std::log2(n));
+  const double steps =
+      shape.stepFactor * (shape.c0 + shape.c1 * (n - 1) + shape.c2 * lg + shape.c3 * depth);
+  const CollectiveInfo& info = collectiveInfo(args.coll);
+  const Traffic& moved = shape.ownTraffic ? shape.moved : info.moved;
+  const Traffic& reduced = shape.ownTraffic ? shape.reduced : info.reduced;
+  auto amount = [&](const Traffic& t) {
+    return t.once * S + t.part * part * S + t.peers * (n - 1) * S +
+           t.fill * std::max(0, n - 2) * std::min(S, model.slotBytes);
+  };
+  const double bytes = amount(moved) * beta + amount(reduced) * gamma;
+  // The per-peer term was fitted on 2-4 ranks (1-3 peers): it is not extrapolated beyond them.
+  const double factor = shape.bytesFactor + shape.bytesFactorPerPeer * std::min(n - 1, 3);
+  return steps * a + factor * bytes;
+}
+
+double estimateP2pUs(const CommCostModel& m, size_t transfers, size_t bytes) {
+  const double slow = std::max(1.0, m.oversubscribe);
+  return slow * (static_cast<double>(transfers > 0) * m.cost.alphaUs +
+                 static_cast<double>(bytes) * 1e-3 / m.cost.gbps);
+}
+
+}  // namespace braid

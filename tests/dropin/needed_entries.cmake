@@ -1,0 +1,18 @@
+# read_needed(<binary> <out>): the names in the binary's NEEDED entries (objdump -p), and in
+# <out>_HEADERS the whole dynamic section, for the drop-in checks (check_*.cmake).
+function(read_needed binary out)
+  execute_process(COMMAND "${OBJDUMP}" -p "${binary}" OUTPUT_VARIABLE headers RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${OBJDUMP} -p ${binary} failed (${rc})")
+  endif()
+  string(REGEX MATCHALL "NEEDED[ \t]+[^\n]+" entries "${headers}")
+  set(names)
+  foreach(entry IN LISTS entries)
+    string(REGEX REPLACE "NEEDED[ \t]+" "" name "${entry}")
+    string(STRIP "${name}" name)
+    list(APPEND names "${name}")
+  endforeach()
+  message(STATUS "${binary} needs: ${names}")
+  set(${out} "${names}" PARENT_SCOPE)
+  set(${out}_HEADERS "${headers}" PARENT_SCOPE)
+endfunction()

@@ -1,0 +1,208 @@
+#include "verifiable/exact_inputs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "braid/datatypes.h"
+#include "verifiable/input_words.h"
+
+namespace braid::verifiable {
+namespace {
+
+// Exactness limits of a type: every integer in [-sumBound, sumBound] is representable (and no
+// integer result can reach the poison value of the benchmarks), and 2^maxDoublings is
+// representable.
+struct Limits {
+  std::int64_t sumBound;
+  int maxDoublings;
+};
+
+Limits limitsOf(ncclDataType_t type) {
+  switch (type) {
+    case ncclInt8:
+      return {126, 6};
+    case ncclUint8:
+      return {254, 7};
+    case ncclInt32:
+      return {std::int64_t{1} << 30, 30};
+    case ncclUint32:
+      return {std::int64_t{1} << 31, 31};
+    case ncclInt64:
+      return {std::int64_t{1} << 40, 62};
+    case ncclUint64:
+      return {std::int64_t{1} << 40, 63};
+    case ncclFloat16:
+      return {2048, 15};
+    case ncclFloat32:
+      return {std::int64_t{1} << 24, 60};
+    case ncclFloat64:
+      return {std::int64_t{1} << 53, 60};
+    case ncclBfloat16:
+      return {256, 60};
+    case ncclFloat8e4m3:
+      return {16, 8};
+    case ncclFloat8e5m2:
+      return {8, 15};
+    default:
+      return {1, 0};
+  }
+}
+
+constexpr std::uint64_t kExponentStream = 1;
+
+}  // namespace
+
+ExactInputs::ExactInputs(const InputSpec& spec)
+    : spec_(spec),
+      isSigned_(braid::dataType(spec.type).isSigned),
+      fixedScale_(std::ldexp(1.0, spec.minExponent)),
+      exponentKey_(rankKey(subSeed(spec.seed, kExponentStream), -1)) {
+  Limits limits = limitsOf(spec.type);
+  std::int64_t n = spec.nranks;
+  switch (spec.reduction) {
+    case Reduction::kProd:
+      shape_ = Shape::kProduct;
+      // At most maxDoublings ranks contribute a factor 2 to any element.
+      stride_ = std::max<std::int64_t>(
+          1, (n + limits.maxDoublings - 1) / std::max(1, limits.maxDoublings));
+      break;
+    case Reduction::kMax:
+    case Reduction::kMin:
+      shape_ = Shape::kMinMax;
+      amplitude_ = std::min(limits.sumBound, spec.maxAmplitude);
+      break;
+    default: {  // sum, avg, premul-sum: |partial sums| <= sumBound in any order
+      shape_ = Shape::kSumLike;
+      // In units of the smaller scalar, a rank's term weighs up to larger / smaller.
+      double ratio = 1;
+      if (spec.reduction == Reduction::kPreMulSum) {
+        double a = std::fabs(spec.evenScalar), b = std::fabs(spec.oddScalar);
+        ratio = std::max(a, b) / std::min(a, b);
+      }
+      std::int64_t weight = n * static_cast<std::int64_t>(std::ceil(ratio));
+      if (weight <= limits.sumBound) {
+        amplitude_ = std::min(limits.sumBound / weight, spec.maxAmplitude);
+      } else {
+        // More ranks than the type can sum exactly: only some ranks contribute (+-1) to each
+        // element, at most sumBound / ratio of them.
+        amplitude_ = 1;
+        stride_ = (weight + limits.sumBound - 1) / limits.sumBound;
+      }
+    }
+  }
+  rankKeys_.resize(static_cast<std::size_t>(spec.nranks));
+  for (int r = 0; r < spec.nranks; ++r) rankKeys_[r] = rankKey(spec.seed, r);
+}
+
+bool ExactInputs::contributes(int rank, std::size_t index) const {
+  return stride_ == 1 || (index + static_cast<std::size_t>(rank)) % stride_ == 0;
+}
+
+std::int64_t ExactInputs::part(int rank, std::size_t index) const {
+  std::uint64_t h = streamWord(rankKeys_[rank], index);
+  switch (shape_) {
+    case Shape::kProduct: {
+      std::int64_t factor = (contributes(rank, index) && (h & 1)) ? 2 : 1;
+      return (isSigned_ && (h & 2)) ? -factor : factor;
+    }
+    case Shape::kMinMax:
+      return uniformInteger(h, amplitude_, isSigned_);
+    case Shape::kSumLike:
+    default:
+      return contributes(rank, index) ? uniformInteger(h, amplitude_, isSigned_) : 0;
+  }
+}
+
+double ExactInputs::scale(std::size_t index) const {
+  if (shape_ == Shape::kProduct || spec_.minExponent == spec_.maxExponent) {
+    return shape_ == Shape::kProduct ? 1.0 : fixedScale_;
+  }
+  const auto span = static_cast<std::uint64_t>(spec_.maxExponent - spec_.minExponent + 1);
+  return std::ldexp(1.0,
+                    spec_.minExponent + static_cast<int>(streamWord(exponentKey_, index) % span));
+}
+
+// Moves the contributing ranks' parts, last ranks first and within their bounds, until the sum
+// divides by the odd part of nranks (powers of two divide a float exactly anyway).
+void ExactInputs::balanceForAverage(std::vector<std::int64_t>& parts, std::size_t index) const {
+  std::int64_t odd = spec_.nranks;
+  while (odd % 2 == 0) odd /= 2;
+  std::int64_t sum = 0;
+  for (std::int64_t p : parts) sum += p;
+  std::int64_t rem = ((sum % odd) + odd) % odd;
+  std::int64_t delta = rem == 0 ? 0 : rem <= odd / 2 ? -rem : odd - rem;
+  const std::int64_t low = isSigned_ ? -amplitude_ : 0;
+  for (int r = spec_.nranks - 1; r >= 0 && delta != 0; --r) {
+    if (!contributes(r, index)) continue;
+    std::int64_t move = std::clamp(delta, low - parts[r], amplitude_ - parts[r]);
+    parts[r] += move;
+    delta -= move;
+  }
+  if (delta != 0) throw std::logic_error("verifiable: cannot make the average exact");
+}
+
+void ExactInputs::values(std::size_t index, double* out) const {
+  const double s = scale(index);
+  if (spec_.exactAverage && spec_.reduction == Reduction::kAvg) {
+    std::vector<std::int64_t> parts(static_cast<std::size_t>(spec_.nranks));
+    for (int r = 0; r < spec_.nranks; ++r) parts[r] = part(r, index);
+    balanceForAverage(parts, index);
+    for (int r = 0; r < spec_.nranks; ++r) out[r] = static_cast<double>(parts[r]) * s;
+    return;
+  }
+  for (int r = 0; r < spec_.nranks; ++r) out[r] = static_cast<double>(part(r, index)) * s;
+}
+
+double ExactInputs::value(int rank, std::size_t index) const {
+  if (spec_.exactAverage && spec_.reduction == Reduction::kAvg) {
+    std::vector<double> all(static_cast<std::size_t>(spec_.nranks));
+    values(index, all.data());
+    return all[rank];
+  }
+  return static_cast<double>(part(rank, index)) * scale(index);
+}
+
+template <typename Input>
+double ExactInputs::combineInputs(Input input) const {
+  const bool premul = spec_.reduction == Reduction::kPreMulSum;
+  double acc = premul ? input(0) * premulScalar(0) : input(0);
+  for (int r = 1; r < spec_.nranks; ++r) {
+    const double v = input(r);
+    switch (spec_.reduction) {
+      case Reduction::kProd:
+        acc *= v;
+        break;
+      case Reduction::kMax:
+        acc = std::max(acc, v);
+        break;
+      case Reduction::kMin:
+        acc = std::min(acc, v);
+        break;
+      case Reduction::kPreMulSum:
+        acc += premulScalar(r) * v;
+        break;
+      default:
+        acc += v;
+        break;  // sum, avg
+    }
+  }
+  return spec_.reduction == Reduction::kAvg ? acc / spec_.nranks : acc;
+}
+
+double ExactInputs::combine(const double* values) const {
+  return combineInputs([values](int r) { return values[r]; });
+}
+
+double ExactInputs::reduced(std::size_t index) const {
+  if (spec_.exactAverage && spec_.reduction == Reduction::kAvg) {
+    std::vector<double> balanced(static_cast<std::size_t>(spec_.nranks));
+    values(index, balanced.data());
+    return combine(balanced.data());
+  }
+  // Rank by rank, without allocating: the benchmarks check millions of elements.
+  const double s = scale(index);
+  return combineInputs([&](int r) { return static_cast<double>(part(r, index)) * s; });
+}
+
+}  // namespace braid::verifiable
