@@ -86,6 +86,9 @@ class Root {
   void acceptOne() {
     int fd = accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;
+    // Replies go out as a header and a payload: without TCP_NODELAY the payload waits for the
+    // rank's delayed ACK (40 ms), several times per init.
+    tuneSocket(fd, 0);
     if (pending_.size() > 1024) {  // a flood of idle connections must not exhaust us
       close(fd);
       return;

@@ -1,6 +1,7 @@
 #include "core/config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
@@ -11,7 +12,7 @@ namespace braid {
 
 ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
   CommConfig c;
-  c.timeoutS = static_cast<double>(envInt("BRAID_TIMEOUT_S", 300));
+  c.timeoutS = envDouble("BRAID_TIMEOUT_S", 300);
   c.spinIters = static_cast<int>(envInt("BRAID_SPIN", -1));
   c.nslots = static_cast<uint32_t>(envInt("BRAID_NSLOTS", 8));
   c.slotBytes = static_cast<size_t>(envInt("BRAID_SLOT_BYTES", 512 * 1024));
@@ -38,8 +39,8 @@ ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
                 static_cast<long long>(recorder));
   c.flightRecorderSize = static_cast<size_t>(recorder);
   c.sigusr1Dump = envInt("BRAID_SIGUSR1_DUMP", 0) == 1;
-  if (c.timeoutS < 0)
-    return fail(ncclInvalidArgument, "BRAID_TIMEOUT_S=%.0f: must be >= 0 (0: no deadline)",
+  if (!std::isfinite(c.timeoutS) || c.timeoutS < 0)
+    return fail(ncclInvalidArgument, "BRAID_TIMEOUT_S=%g: must be >= 0 (0: no deadline)",
                 c.timeoutS);
   if (c.nslots < 2 || c.nslots > 64)
     return fail(ncclInvalidArgument, "BRAID_NSLOTS=%u: must be in [2, 64]", c.nslots);

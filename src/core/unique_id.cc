@@ -53,7 +53,7 @@ ncclResult_t newHostedUniqueId(ncclUniqueId* id) {
     close(fd);
     return fail(ncclSystemError, "no random bytes for the communicator secret");
   }
-  startBootstrapRoot(fd, f, static_cast<double>(envInt("BRAID_TIMEOUT_S", 300)));
+  startBootstrapRoot(fd, f, envDouble("BRAID_TIMEOUT_S", 300));
   *id = packUniqueId(f);
   BRAID_INFO(kSubsysBootstrap, "unique id: bootstrap root at %s", addr.toString().c_str());
   return ncclSuccess;

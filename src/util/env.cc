@@ -26,6 +26,19 @@ int64_t envInt(const char* name, int64_t fallback) {
   return x;
 }
 
+double envDouble(const char* name, double fallback) {
+  const char* v = getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  double x = strtod(v, &end);
+  if (*end != 0) {
+    BRAID_WARN("Invalid value %s for %s, using default %g", v, name, fallback);
+    return fallback;
+  }
+  BRAID_INFO(kSubsysEnv, "%s set by environment to %g", name, x);
+  return x;
+}
+
 bool envIsSet(const char* name) {
   return getenv(name) != nullptr;
 }

@@ -9,6 +9,7 @@ namespace braid {
 
 std::string envString(const char* name, const char* fallback = "");
 int64_t envInt(const char* name, int64_t fallback);
+double envDouble(const char* name, double fallback);
 bool envIsSet(const char* name);
 
 }  // namespace braid

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <thread>
 
+#include "braid/braid.h"
+
 namespace braid::fault {
 namespace {
 
@@ -74,7 +76,7 @@ bool isRankChild() {
 test::RunReport runFaultRanks(Wire wire, int nranks, const test::RankFn& fn,
                               const FaultOptions& options) {
   std::vector<std::pair<std::string, std::string>> env = {
-      {"BRAID_TIMEOUT_S", fixed(options.timeoutS, 0)},
+      {"BRAID_TIMEOUT_S", fixed(options.timeoutS, 3)},
       // Small slots: a large allreduce is thousands of steps, so a fault lands inside one.
       {"BRAID_SLOT_BYTES", "65536"},
   };
@@ -150,7 +152,7 @@ void checkFailedCommunicator(test::RankContext& ctx, ncclComm_t comm) {
 }
 
 void reduceUntilFailure(test::RankContext& ctx, int first, size_t count, size_t laterCount,
-                        double limitS) {
+                        double limitS, double laterTimeoutS) {
   double start = now();
   ncclComm_t comm = nullptr;
   ncclResult_t r = ncclCommInitRank(&comm, ctx.nranks(), ctx.id(), ctx.rank());
@@ -163,6 +165,8 @@ void reduceUntilFailure(test::RankContext& ctx, int first, size_t count, size_t 
   int done = 0;
   while (now() < until) {
     size_t n = done < first ? count : laterCount;
+    if (done == first && laterTimeoutS > 0 && braidCommSetTimeout(comm, laterTimeoutS) != ncclSuccess)
+      ctx.fail(std::string("braidCommSetTimeout: ") + ncclGetLastError(comm));
     start = now();
     r = checkedAllReduce(ctx, comm, n, done);
     if (r != ncclSuccess) break;
@@ -259,6 +263,10 @@ void judge(const std::string& scenario, Wire wire, const test::RunReport& report
                                fixed(verdict.maxErrorS, 1) + " s: " + error);
           if (expect == Expect::kError && s < verdict.minErrorS)
             problems.push_back(who + "error already after " + fixed(s, 2) + " s: " + error);
+          if (expect == Expect::kError && verdict.failedIn &&
+              value(r, "failed_in").rfind(verdict.failedIn, 0) != 0)
+            problems.push_back(who + "failed in " + value(r, "failed_in") + ", expected " +
+                               verdict.failedIn + ": " + error);
           if (expect == Expect::kError && verdict.errorMentions &&
               error.find(verdict.errorMentions) == std::string::npos)
             problems.push_back(who + "error text does not mention \"" + verdict.errorMentions +

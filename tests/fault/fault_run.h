@@ -69,9 +69,12 @@ void reportFailure(test::RankContext& ctx, const std::string& where, ncclResult_
 void checkFailedCommunicator(test::RankContext& ctx, ncclComm_t comm);
 
 /// ncclInit + allreduces until one fails or `limitS` passes (a failure: nothing went wrong).
-/// `first` ops of `count` elements, then `laterCount` for the rest; records completed.
+/// `first` ops of `count` elements, then `laterCount` for the rest; records completed. With
+/// `laterTimeoutS` > 0 the ops after the first ones wait at most that long
+/// (braidCommSetTimeout): a scenario that waits out a deadline gets a short one there, while
+/// init and the first ops keep BRAID_TIMEOUT_S, which a loaded machine cannot run out.
 void reduceUntilFailure(test::RankContext& ctx, int first, size_t count, size_t laterCount,
-                        double limitS);
+                        double limitS, double laterTimeoutS = 0);
 
 /// ncclResult_t as its enum name.
 const char* codeName(ncclResult_t r);
@@ -97,6 +100,9 @@ struct Verdict {
   std::vector<Expect> ranks;
   double maxErrorS = 0;  ///< every error within this many seconds of its call's start
   double minErrorS = 0;  ///< and not before this (a timeout that must not come early)
+  /// Every error of a rank expected to fail comes from a call whose failed_in starts with this
+  /// ("allreduce #3"): a deadline run out earlier, in init say, is not the scenario.
+  const char* failedIn = nullptr;
   const char* errorMentions = nullptr;  ///< every error text contains this (case-sensitive)
   /// At least one error text contains this: the first rank to fail names the cause, the ones
   /// waiting on it may see it leave instead.

@@ -23,7 +23,7 @@
 namespace braid::test {
 namespace {
 
-constexpr double kTimeoutS = 2;  // set per communicator; the environment says 60
+constexpr double kTimeoutS = 0.5;  // set per communicator; the environment says 60
 constexpr double kSlackS = 2.5;
 
 double now() {
@@ -133,7 +133,7 @@ void expectAbsentRankNamed(const RunReport& report) {
     EXPECT_LE(std::stod(seconds[r]), kTimeoutS + kSlackS) << errors[r];
     EXPECT_NE(errors[r].find("rank " + std::to_string(r) + " at #3"), std::string::npos)
         << errors[r];
-    EXPECT_NE(errors[r].find("timed out after 2.0 s"), std::string::npos) << errors[r];
+    EXPECT_NE(errors[r].find("timed out after 0.5 s"), std::string::npos) << errors[r];
   }
   EXPECT_NE(errors[1].find("rank 1 at #3 is waiting for data from rank 0 (last heard from at #2;"),
             std::string::npos)
@@ -198,14 +198,14 @@ TEST(HangReport, APointToPointTimeoutNamesThePendingTransfer) {
           for (int32_t v : buf) ASSERT_EQ(v, 0);
         }
         if (ctx.rank() == 1) {
-          ASSERT_EQ(braidCommSetTimeout(comm, 1), ncclSuccess);
+          ASSERT_EQ(braidCommSetTimeout(comm, kTimeoutS), ncclSuccess);
           double start = now();
           EXPECT_EQ(ncclRecv(buf.data(), 300, ncclInt32, 0, comm, nullptr), ncclRemoteError);
           double seconds = now() - start;
-          EXPECT_GE(seconds, 0.9);
-          EXPECT_LE(seconds, 1 + kSlackS);
+          EXPECT_GE(seconds, kTimeoutS - 0.1);
+          EXPECT_LE(seconds, kTimeoutS + kSlackS);
           std::string text = ncclGetLastError(comm);
-          EXPECT_NE(text.find("timed out after 1.0 s (BRAID_TIMEOUT_S) on rank 1 with 1 transfers "
+          EXPECT_NE(text.find("timed out after 0.5 s (BRAID_TIMEOUT_S) on rank 1 with 1 transfers "
                               "pending: receive from rank 0 #2 (0 of 1200 bytes)"),
                     std::string::npos)
               << text;
@@ -214,7 +214,7 @@ TEST(HangReport, APointToPointTimeoutNamesThePendingTransfer) {
           EXPECT_EQ(async, ncclRemoteError);
           EXPECT_NE(ncclRecv(buf.data(), 300, ncclInt32, 0, comm, nullptr), ncclSuccess);
         } else {
-          std::this_thread::sleep_for(std::chrono::seconds(2));
+          std::this_thread::sleep_for(std::chrono::duration<double>(kTimeoutS + 1));
         }
         EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
       },
@@ -315,6 +315,32 @@ TEST(Timeout, BadArgumentsAreRejectedWithTheirValue) {
   EXPECT_EQ(x, 2);
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
   EXPECT_EQ(braidCommDumpFlightRecorder(comm), ncclInvalidArgument);  // destroyed
+}
+
+// BRAID_TIMEOUT_S takes fractions of a second (the tests' deadlines), and a value that is not a
+// finite number of seconds >= 0 is refused by name rather than becoming no deadline at all.
+TEST(Timeout, EnvironmentTakesFractionsAndRefusesTheRest) {
+  const char* saved = getenv("BRAID_TIMEOUT_S");
+  const std::string restore = saved ? saved : "";
+  setenv("BRAID_TIMEOUT_S", "0.25", 1);
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclCommInitAll(&comm, 1, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  double t = -1;
+  ASSERT_EQ(braidCommGetTimeout(comm, &t), ncclSuccess);
+  EXPECT_EQ(t, 0.25);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  for (const char* bad : {"-0.5", "nan"}) {
+    setenv("BRAID_TIMEOUT_S", bad, 1);
+    comm = nullptr;
+    EXPECT_EQ(ncclCommInitAll(&comm, 1, nullptr), ncclInvalidArgument) << bad;
+    EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("BRAID_TIMEOUT_S="), std::string::npos)
+        << ncclGetLastError(nullptr);
+    if (comm) ncclCommDestroy(comm);
+  }
+  if (saved)
+    setenv("BRAID_TIMEOUT_S", restore.c_str(), 1);
+  else
+    unsetenv("BRAID_TIMEOUT_S");
 }
 
 }  // namespace

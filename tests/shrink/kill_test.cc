@@ -23,7 +23,7 @@ using test::Outcome;
 using test::RankContext;
 
 constexpr int kRanks = 4;
-constexpr const char* kTimeoutS = "3";  // survivors waiting on a live peer end at this deadline
+constexpr const char* kTimeoutS = "1";  // survivors waiting on a live peer end at this deadline
 
 struct Kill {
   int victim;

@@ -1,8 +1,8 @@
 // Ranks that disagree about an operation (label fault): the last rank calls with another count,
 // datatype, op, root or collective than the others. Every rank must get an error, well before the
 // deadline (detection, not a timeout): none may succeed with a result it cannot have, none may
-// hang, and some rank must name the mismatch. (The exact wording is asserted by the diagnosis
-// tests.)
+// hang, and some rank must name the mismatch. (tests/multiproc/mismatch_diagnosis_test.cc
+// asserts the exact wording.)
 #include <functional>
 
 #include "fault/fault_run.h"

@@ -1,0 +1,110 @@
+# braid_add_test: every test program and test registration of tests/ goes through this one
+# function, so that a test's executable, its CTest names, labels and time limit are stated in
+# one place, the same way everywhere.
+#
+#   braid_add_test(<name>
+#     [SOURCES file...]     build the executable <name> from these; without SOURCES, <name> is
+#                           an executable made earlier (registered once more, e.g. with another
+#                           FILTER and label) or, with COMMAND, only the test's name
+#     [LIBS lib...]         linked besides braid_warnings (and GTest::gtest_main unless NO_GTEST)
+#     [INCLUDES dir...]     private include directories
+#     [DEFINES def...]      private compile definitions
+#     [NO_GTEST]            a program with a main of its own
+#     [OUTPUT_DIR dir]      where the executable goes (default: build/tests)
+#     [NO_TESTS]            build only (registered elsewhere, or on request)
+#     [COMMAND arg...]      one test, <PREFIX><name>, running this command (a target's name as
+#                           the first word runs that target's file) instead of one test per
+#                           discovered GoogleTest case
+#     [DEPENDS target...]   programs a COMMAND runs besides its first word
+#     PREFIX prefix         prefix of the CTest names ("unit." ...)
+#     LABELS label...       CTest labels
+#     [TIMEOUT seconds]     each test's limit
+#     [FILTER filter]       only the GoogleTest cases matching this --gtest_filter
+#     [ENVIRONMENT VAR=value...]  the environment of a COMMAND test
+#     [WORKING_DIRECTORY dir] [DISCOVERY_TIMEOUT seconds]
+#     [PROPERTIES key value ...]  further CTest properties (WILL_FAIL, SKIP_RETURN_CODE, ...))
+#
+# Every label also has a target, braid_tests_<label>, that builds the programs its tests run
+# (the ones made here, and DEPENDS): `cmake --build build --target braid_tests_multirank`.
+include_guard(GLOBAL)
+include(GoogleTest)
+
+function(braid_add_test name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "NO_GTEST;NO_TESTS"
+    "OUTPUT_DIR;PREFIX;TIMEOUT;FILTER;WORKING_DIRECTORY;DISCOVERY_TIMEOUT"
+    "SOURCES;LIBS;INCLUDES;DEFINES;COMMAND;DEPENDS;LABELS;ENVIRONMENT;PROPERTIES")
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "braid_add_test(${name}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
+  endif()
+
+  if(arg_SOURCES)
+    add_executable(${name} ${arg_SOURCES})
+    set(libs ${arg_LIBS} braid_warnings)
+    if(NOT arg_NO_GTEST)
+      list(APPEND libs GTest::gtest_main)
+    endif()
+    target_link_libraries(${name} PRIVATE ${libs})
+    if(arg_INCLUDES)
+      target_include_directories(${name} PRIVATE ${arg_INCLUDES})
+    endif()
+    if(arg_DEFINES)
+      target_compile_definitions(${name} PRIVATE ${arg_DEFINES})
+    endif()
+    if(NOT arg_OUTPUT_DIR)
+      set(arg_OUTPUT_DIR ${CMAKE_BINARY_DIR}/tests)
+    endif()
+    set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${arg_OUTPUT_DIR})
+  endif()
+  if(arg_NO_TESTS)
+    return()
+  endif()
+  set(programs ${arg_DEPENDS})
+  if(arg_COMMAND)
+    list(GET arg_COMMAND 0 first)
+    if(TARGET ${first})
+      list(APPEND programs ${first})
+    endif()
+  elseif(TARGET ${name})
+    list(APPEND programs ${name})
+  endif()
+  foreach(label ${arg_LABELS})
+    if(NOT TARGET braid_tests_${label})
+      add_custom_target(braid_tests_${label})
+    endif()
+    if(programs)
+      add_dependencies(braid_tests_${label} ${programs})
+    endif()
+  endforeach()
+
+  set(properties LABELS "${arg_LABELS}" ${arg_PROPERTIES})
+  if(arg_TIMEOUT)
+    list(APPEND properties TIMEOUT ${arg_TIMEOUT})
+  endif()
+
+  if(arg_COMMAND)
+    set(test_name ${arg_PREFIX}${name})
+    set(extra)
+    if(arg_WORKING_DIRECTORY)
+      set(extra WORKING_DIRECTORY ${arg_WORKING_DIRECTORY})
+    endif()
+    add_test(NAME ${test_name} COMMAND ${arg_COMMAND} ${extra})
+    set_tests_properties(${test_name} PROPERTIES ${properties})
+    if(arg_ENVIRONMENT)
+      # Quoted: the variables are one property value, a list.
+      set_tests_properties(${test_name} PROPERTIES ENVIRONMENT "${arg_ENVIRONMENT}")
+    endif()
+    return()
+  endif()
+  if(arg_ENVIRONMENT)
+    message(FATAL_ERROR "braid_add_test(${name}): ENVIRONMENT is for COMMAND tests")
+  endif()
+
+  set(discover TEST_PREFIX "${arg_PREFIX}")
+  if(arg_FILTER)
+    list(APPEND discover TEST_FILTER "${arg_FILTER}")
+  endif()
+  if(arg_DISCOVERY_TIMEOUT)
+    list(APPEND discover DISCOVERY_TIMEOUT ${arg_DISCOVERY_TIMEOUT})
+  endif()
+  gtest_discover_tests(${name} ${discover} PROPERTIES ${properties})
+endfunction()
