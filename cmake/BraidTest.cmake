@@ -23,6 +23,11 @@
 #     [ENVIRONMENT VAR=value...]  the environment of a COMMAND test
 #     [WORKING_DIRECTORY dir] [DISCOVERY_TIMEOUT seconds]
 #     [PROPERTIES key value ...]  further CTest properties (WILL_FAIL, SKIP_RETURN_CODE, ...))
+#     [SCHEDULE alone|shared]  how the test may share the machine under `ctest -j`: `alone`
+#                           (RUN_SERIAL) for tests that judge how long something took or count
+#                           what the whole machine holds (fault deadlines, leftover shared
+#                           memory, network namespaces cut mid-run); `shared` for the rest.
+#                           Default: alone for the labels fault, killmatrix, netns and soak.
 #
 # Every label also has a target, braid_tests_<label>, that builds the programs its tests run
 # (the ones made here, and DEPENDS): `cmake --build build --target braid_tests_multirank`.
@@ -31,7 +36,7 @@ include(GoogleTest)
 
 function(braid_add_test name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "NO_GTEST;NO_TESTS"
-    "OUTPUT_DIR;PREFIX;TIMEOUT;FILTER;WORKING_DIRECTORY;DISCOVERY_TIMEOUT"
+    "OUTPUT_DIR;PREFIX;TIMEOUT;FILTER;WORKING_DIRECTORY;DISCOVERY_TIMEOUT;SCHEDULE"
     "SOURCES;LIBS;INCLUDES;DEFINES;COMMAND;DEPENDS;LABELS;ENVIRONMENT;PROPERTIES")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "braid_add_test(${name}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
@@ -79,6 +84,19 @@ function(braid_add_test name)
   set(properties LABELS "${arg_LABELS}" ${arg_PROPERTIES})
   if(arg_TIMEOUT)
     list(APPEND properties TIMEOUT ${arg_TIMEOUT})
+  endif()
+  if(NOT arg_SCHEDULE)
+    set(arg_SCHEDULE shared)
+    foreach(label fault killmatrix netns soak)
+      if(label IN_LIST arg_LABELS)
+        set(arg_SCHEDULE alone)
+      endif()
+    endforeach()
+  endif()
+  if(arg_SCHEDULE STREQUAL "alone")
+    list(APPEND properties RUN_SERIAL TRUE)
+  elseif(NOT arg_SCHEDULE STREQUAL "shared")
+    message(FATAL_ERROR "braid_add_test(${name}): SCHEDULE is alone or shared, not ${arg_SCHEDULE}")
   endif()
 
   if(arg_COMMAND)
