@@ -10,6 +10,10 @@ median busbw per size with the min-max spread, Braid's ratio to each peer, the l
 smallest size and, for shared memory, the fraction of the memory bound reached. A short memory
 bandwidth probe before each repeat records how loud the shared machine was.
 
+--load and --pinning add conditions (load.py), run interleaved inside each repeat as well: other
+busy processes beside the ranks, ranks pinned to cores; the report then has one table per
+condition and the load tables of load_report.py. --peers oneccl adds Intel oneCCL's allreduce.
+
     bench/compare/compare.py --build-dir build --np 2,4 --transport shm,tcp --repeat 5
 
 See README.md next to this file for the method and the columns.
@@ -20,16 +24,16 @@ import datetime
 import json
 import os
 import platform
-import statistics
 import sys
 from typing import Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import load  # noqa: E402
+import overview  # noqa: E402
 import perf_output  # noqa: E402
 import report  # noqa: E402
 import runners  # noqa: E402
-from runners import LIBRARY_TITLES  # noqa: E402
 
 MODE_NAMES = {"out-of-place": "out-of-place", "oop": "out-of-place",
               "in-place": "in-place", "ip": "in-place"}
@@ -54,7 +58,17 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--np", default="2,4", help="rank counts, comma separated (default 2,4)")
     p.add_argument("--transport", default="shm,tcp", help="shm, tcp or both (default shm,tcp)")
     p.add_argument("--peers", default="mpi,gloo", help="peers besides Braid (default mpi,gloo; braid-reg: Braid "
-                   "with registered buffers, -R 1)")
+                   "with registered buffers, -R 1; oneccl: Intel oneCCL, allreduce float sum)")
+    p.add_argument("--oneccl-bench", default=None,
+                   help="oneCCL benchmark for --peers oneccl (default: $ONECCL_ALLREDUCE_BENCH, "
+                   "else what the peers' oneccl_build.sh builds: "
+                   + " or ".join(runners.ONECCL_BENCH_PATHS[-1:]) + ")")
+    p.add_argument("--load", default="idle",
+                   help="conditions run interleaved in each repeat, comma separated: idle, busy "
+                   "(one busy co-runner per CPU), busy1 (one busy co-runner) (default idle)")
+    p.add_argument("--pinning", default="unpinned",
+                   help="rank placement, comma separated: unpinned, pinned (rank i on CPU i mod "
+                   "the CPUs, every library) (default unpinned)")
     p.add_argument("--collective", default="allreduce",
                    help="collectives, comma separated, or 'all': " + ",".join(runners.COLLECTIVES)
                    + " (default allreduce; Gloo runs allreduce only)")
@@ -97,8 +111,17 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         if t not in runners.TRANSPORTS:
             p.error(f"unknown transport {t} (shm, tcp)")
     for peer in args.peers:
-        if peer not in ("mpi", "gloo", "braid-reg"):
-            p.error(f"unknown peer {peer} (mpi, gloo, braid-reg)")
+        if peer not in ("mpi", "gloo", "braid-reg", "oneccl"):
+            p.error(f"unknown peer {peer} (mpi, gloo, braid-reg, oneccl)")
+    args.oneccl_bench = args.oneccl_bench or runners.default_oneccl_bench()
+    args.load, args.pinning = csv_list(args.load), csv_list(args.pinning)
+    for name, values, known in (("load", args.load, load.LOADS),
+                                ("pinning", args.pinning, load.PINNINGS)):
+        if not values:
+            p.error(f"--{name} needs at least one of {', '.join(known)}")
+        for value in values:
+            if value not in known:
+                p.error(f"unknown {name} {value} ({', '.join(known)})")
     if any(n < 1 for n in args.np) or args.repeat < 1:
         p.error("--np values and --repeat must be positive")
     args.sizes = [parse_size(s) for s in csv_list(args.sizes)] if args.sizes else None
@@ -113,10 +136,16 @@ class Comparison:
 
     def __init__(self, args: argparse.Namespace):
         self.args = args
-        self.programs = runners.Programs.in_build(os.path.abspath(args.build_dir))
+        self.programs = runners.Programs.in_build(os.path.abspath(args.build_dir),
+                                                 getattr(args, "oneccl_bench", None))
         self.libraries = ["braid"] + args.peers
         self.bands = runners.plan_bands(args.min_bytes, args.max_bytes, args.sizes, args.iters)
-        # (collective, transport, nranks, library) -> one {size: Row} per repeat with rows
+        self.cpus = load.allowed_cpus()
+        # (load, pinning) pairs; the default, (idle, unpinned), alone keeps the plain report.
+        self.conditions = load.conditions(getattr(args, "load", ["idle"]),
+                                          getattr(args, "pinning", ["unpinned"]))
+        # (collective, transport, nranks, library, load, pinning) -> one {size: Row} per
+        # repeat with rows
         self.samples: Dict[report.Key, List[Dict[int, perf_output.Row]]] = {}
         self.failures: List[dict] = []
         self.runs: List[dict] = []
@@ -124,6 +153,7 @@ class Comparison:
         self.cpu_others: List[Optional[float]] = []
         self.skip: Dict[tuple, str] = {}  # (library, collective) -> why it cannot run
         self.nccl_note: Optional[str] = None
+        self.skipped: List[str] = []  # optional peers left out, with why (oneCCL)
 
     def perf_args(self, band: runners.Band, repeat: int = 0) -> List[str]:
         # -a 3: every library reports the slowest rank's average call time.
@@ -156,6 +186,16 @@ class Comparison:
         return runners.plan_bands(first, max(first, self.args.max_bytes), None, self.args.iters)
 
     def run(self) -> None:
+        # oneCCL comes from outside this project (the peers' oneccl_build.sh): without it the
+        # comparison runs without it, and says so.
+        if "oneccl" in self.libraries:
+            why = self.programs.missing("oneccl")
+            if not why and (self.args.dtype, self.args.op) not in runners.ONECCL_TYPES:
+                why = f"its benchmark times float sum only, not {self.args.dtype} {self.args.op}"
+            if why:
+                self.skipped.append(f"oneCCL: skipped: {why}")
+                print(f"# {self.skipped[-1]}", file=sys.stderr, flush=True)
+                self.libraries.remove("oneccl")
         for lib in self.libraries:
             for coll in self.args.collective:
                 if coll not in runners.COLLECTIVES_OF[lib]:
@@ -167,16 +207,20 @@ class Comparison:
         for repeat in range(self.args.repeat):
             meter = runners.CpuMeter()
             self.probe(repeat)
-            # Interleaved: every library runs once per case per repeat, and the library that
-            # goes first rotates, so slow drifts of the machine do not favour one of them.
+            # Interleaved: every library runs once per case and condition per repeat, and the
+            # library (and the condition) that goes first rotates, so slow drifts of the machine
+            # do not favour one of them.
             for coll, transport, nranks, libs in self.cases():
-                shift = repeat % len(libs)
-                for lib in libs[shift:] + libs[:shift]:
-                    if (lib, coll) not in self.skip:
-                        self.run_case(repeat, coll, transport, nranks, lib)
+                turn = repeat % len(self.conditions)
+                for condition in self.conditions[turn:] + self.conditions[:turn]:
+                    shift = repeat % len(libs)
+                    for lib in libs[shift:] + libs[:shift]:
+                        if (lib, coll) not in self.skip:
+                            self.run_case(repeat, coll, transport, nranks, lib, condition)
             self.cpu_others.append(meter.others_percent())
             print(f"# repeat {repeat + 1}/{self.args.repeat} done; CPU used by other processes "
-                  f"meanwhile: {fmt_percent(self.cpu_others[-1])}", file=sys.stderr, flush=True)
+                  f"meanwhile: {overview.fmt_percent(self.cpu_others[-1])}", file=sys.stderr,
+                  flush=True)
         if self.args.nccl:
             self.run_nccl()
 
@@ -189,14 +233,22 @@ class Comparison:
         self.probes.append({"repeat": repeat, "gbps": {f"{k} {t}": v
                                                        for (k, t), v in values.items()}})
 
-    def run_case(self, repeat: int, coll: str, transport: str, nranks: int, lib: str) -> None:
+    def run_case(self, repeat: int, coll: str, transport: str, nranks: int, lib: str,
+                 condition=load.DEFAULT_CONDITION) -> None:
+        load_name, pinning = condition
+        co_runners = load.co_runner_count(load_name, len(self.cpus))
         rows: Dict[int, perf_output.Row] = {}
         for band in self.bands_for(coll, nranks):
-            result = runners.run_library(lib, transport, nranks, self.perf_args(band, repeat),
-                                         self.programs, self.args.timeout, collective=coll)
+            with load.CoRunners(co_runners):
+                result = runners.run_library(lib, transport, nranks,
+                                             self.perf_args(band, repeat), self.programs,
+                                             self.args.timeout, collective=coll,
+                                             pinning=pinning, cpus=self.cpus)
             parsed = perf_output.parse(result.stdout, nranks, coll)
             self.runs.append({"repeat": repeat, "collective": coll, "transport": transport,
-                              "nranks": nranks, "library": lib, "command": result.command,
+                              "nranks": nranks, "library": lib, "load": load_name,
+                              "pinning": pinning, "co_runners": co_runners,
+                              "command": result.command,
                               "returncode": result.returncode, "seconds": result.seconds,
                               "rows": len(parsed.rows)})
             requested = band_sizes(band)
@@ -209,14 +261,15 @@ class Comparison:
             expected, got = set(requested), set(by_size)
             if result.returncode != 0 or not expected <= got:
                 self.fail(repeat, transport, nranks, f"{lib} {coll}",
-                          describe_failure(result, expected, got))
+                          describe_failure(result, expected, got), condition)
                 if lib != "braid" and result.returncode == runners.EXIT_UNSUPPORTED:
                     self.skip[(lib, coll)] = "unsupported type/op"
             rows.update(by_size)
             if (lib, coll) in self.skip:
                 break
         if rows:
-            self.samples.setdefault((coll, transport, nranks, lib), []).append(rows)
+            self.samples.setdefault((coll, transport, nranks, lib) + tuple(condition),
+                                    []).append(rows)
 
     def run_nccl(self) -> None:
         gpus = runners.gpu_count()
@@ -245,13 +298,21 @@ class Comparison:
                                                    {r.size for r in parsed.rows}))
                     rows.update({r.size: r for r in parsed.rows})
                 if rows:
-                    self.samples.setdefault(("allreduce", "gpu", nranks, "nccl"), []).append(rows)
+                    self.samples.setdefault(("allreduce", "gpu", nranks, "nccl")
+                                            + load.DEFAULT_CONDITION, []).append(rows)
         self.nccl_note = "NCCL (GPU buffers, one process, -g N): " + ("; ".join(notes) or "ran")
 
-    def fail(self, repeat, transport, nranks, lib, message) -> None:
-        self.failures.append({"repeat": repeat, "transport": transport, "nranks": nranks,
-                              "library": lib, "message": message})
+    def fail(self, repeat, transport, nranks, lib, message, condition=None) -> None:
+        failure = {"repeat": repeat, "transport": transport, "nranks": nranks, "library": lib,
+                   "message": message}
+        label = None
+        if condition is not None:
+            failure["load"], failure["pinning"] = condition
+            if self.conditions != [load.DEFAULT_CONDITION]:
+                label = failure["condition"] = load.label(*condition)
+        self.failures.append(failure)
         where = " ".join(str(x) for x in (lib, transport, f"{nranks} ranks" if nranks else None,
+                                          label,
                                           f"repeat {repeat + 1}" if repeat is not None else None)
                          if x)
         print(f"# FAILED {where}: {message.splitlines()[0] if message else ''}",
@@ -290,107 +351,11 @@ def describe_failure(result: runners.RunResult, expected, got) -> str:
     return text
 
 
-def fmt_percent(value: Optional[float]) -> str:
-    return "unknown" if value is None else f"{value:.0f}%"
-
-
-def median_copy(probes: List[dict]) -> Optional[float]:
-    """Median over the probes of the best copy GB/s with the most threads."""
-    values = []
-    for probe in probes:
-        copies = {int(k.split()[1]): v for k, v in probe["gbps"].items() if k.startswith("copy")}
-        if copies:
-            values.append(copies[max(copies)])
-    return statistics.median(values) if values else None
-
-
-def print_report(c: Comparison) -> dict:
-    args = c.args
-    out = []
-    out.append(f"# Comparison of {', '.join(args.collective)}: {args.dtype} {args.op}, {args.mode}, "
-               f"{args.repeat} repeat(s), median per size; [min-max] = spread of the repeats")
-    out.append(f"# host {platform.node()}, {os.cpu_count()} CPUs, "
-               f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
-               f"invocations per library and case: "
-               + ", ".join(f"{report.size_label(b.first)}..{report.size_label(b.last)} -n "
-                           f"{b.iters} -w {b.warmup}" for b in c.bands))
-    if c.probes:
-        out.append("# memory bandwidth before each repeat (stream_probe, best GB/s, "
-                   "copy/add/triad per thread count):")
-        for probe in c.probes:
-            out.append(f"#   repeat {probe['repeat'] + 1}: {format_probe(probe['gbps'])}")
-    if c.cpu_others:
-        out.append("# CPU used by other processes during each repeat: "
-                   + ", ".join(fmt_percent(v) for v in c.cpu_others))
-    copy = median_copy(c.probes)
-    summary = {}
-    ratios = []
-    for coll, transport, nranks, libs in c.cases():
-        stats = {lib: report.summarize(c.samples.get((coll, transport, nranks, lib), []),
-                                       args.mode)
-                 for lib in libs}
-        # The memory bound is the allreduce's (every rank reads and writes the whole message).
-        bound = (report.memory_bound(copy, nranks)
-                 if transport == "shm" and coll == "allreduce" else None)
-        title = f"\n== {coll}, {transport}, {nranks} ranks: busbw GB/s, median [min-max] =="
-        if transport == "shm" and "gloo" in libs:
-            title += "  (Gloo has no shared-memory transport: see the tcp tables)"
-        out.append(report.format_table(transport, nranks, libs, stats, title, bound))
-        if "braid" in libs and "mpi" in libs:
-            ratios.append((coll, transport, nranks, stats))
-        key = f"{transport} {nranks}" if coll == "allreduce" else f"{coll} {transport} {nranks}"
-        summary[key] = {
-            "memory_bound_gbps": bound,
-            "libraries": {lib: report.stats_to_json(s) for lib, s in stats.items()}}
-        if args.plot:
-            os.makedirs(args.plot, exist_ok=True)
-            stem = "" if coll == "allreduce" else f"{coll}_"
-            path = os.path.join(args.plot, f"busbw_{stem}{transport}_np{nranks}.png")
-            why = report.write_plot(path, f"{coll} {args.dtype} {args.op} {args.mode}, "
-                                    f"{transport}, {nranks} ranks (median of {args.repeat})",
-                                    stats, bound)
-            out.append(f"plot: {why or path}")
-    if len(ratios) > 1:
-        out.append("\n" + report.format_ratio_summary(ratios))
-    for nranks in args.np:
-        stats = report.summarize(c.samples.get(("allreduce", "gpu", nranks, "nccl"), []),
-                                 args.mode)
-        if stats:
-            out.append(report.format_table("gpu", nranks, ["nccl"], {"nccl": stats},
-                                           f"\n== NCCL on GPUs, {nranks} ranks ==", None))
-    if c.nccl_note:
-        out.append(f"\n{c.nccl_note}")
-    if c.failures:
-        out.append("\nFAILURES (the other libraries ran regardless):")
-        for f in c.failures:
-            where = " ".join(str(x) for x in (LIBRARY_TITLES.get(f["library"], f["library"]),
-                                              f["transport"],
-                                              f"{f['nranks']} ranks" if f["nranks"] else None,
-                                              f"repeat {f['repeat'] + 1}"
-                                              if f["repeat"] is not None else None) if x)
-            out.append(f"- {where}: {f['message']}")
-    else:
-        out.append("\nno failures")
-    print("\n".join(out), flush=True)
-    return summary
-
-
-def format_probe(gbps: Dict[str, float]) -> str:
-    """{"copy 1": 26.5, ...} as "1 thread 26.5/18.7/18.0, 2 threads ..."."""
-    threads = sorted({int(k.split()[1]) for k in gbps})
-    parts = []
-    for t in threads:
-        values = "/".join(f"{gbps[f'{k} {t}']:.1f}" if f"{k} {t}" in gbps else "-"
-                          for k in ("copy", "add", "triad"))
-        parts.append(f"{t} thread{'s' if t > 1 else ''} {values}")
-    return ", ".join(parts) if parts else "no data"
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     comparison = Comparison(args)
     comparison.run()
-    summary = print_report(comparison)
+    summary = overview.print_report(comparison)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"arguments": vars(args), "host": platform.node(), "cpus": os.cpu_count(),
@@ -399,7 +364,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                        "bands": [vars(b) for b in comparison.bands],
                        "probes": comparison.probes, "cpu_others_percent": comparison.cpu_others,
                        "summary": summary, "runs": comparison.runs,
-                       "failures": comparison.failures, "nccl": comparison.nccl_note},
+                       "failures": comparison.failures, "nccl": comparison.nccl_note,
+                       "skipped": comparison.skipped},
                       f, indent=1)
         print(f"json: {args.json}")
     measured = any(comparison.samples.values())

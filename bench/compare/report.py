@@ -13,7 +13,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from perf_output import Row
 from runners import LIBRARY_TITLES
 
-Key = Tuple[str, str, int, str]  # (collective, transport, nranks, library)
+# (collective, transport, nranks, library, load, pinning); see load.py for the last two.
+Key = Tuple[str, str, int, str, str, str]
 
 
 @dataclasses.dataclass
@@ -150,20 +151,24 @@ def format_table(transport: str, nranks: int, libraries: List[str],
     return "\n".join(lines)
 
 
-def format_ratio_summary(cases) -> str:
+def format_ratio_summary(cases, conditions: Optional[List[str]] = None) -> str:
     """One line per (collective, transport, ranks): Braid's busbw over MPI's (= MPI's time over
-    Braid's) at each size, from the medians; > 1 means Braid is faster."""
+    Braid's) at each size, from the medians; > 1 means Braid is faster. With conditions (one
+    label per case), a condition column tells the cases of one (collective, transport, ranks)
+    apart."""
     # Columns are positions in each case's size list: the per-rank collectives raise the
     # smallest size to 16 B x n, so their first column is that size, not the header's.
     per_case = [sorted({size for lib in ("braid", "mpi") for size in stats.get(lib, {})})
                 for _, _, _, stats in cases]
     columns = max(per_case, key=len) if per_case else []
-    header = ["collective", "transport", "ranks"] + [size_label(s) for s in columns]
+    header = ["collective", "transport", "ranks"] + (["condition"] if conditions else []) \
+        + [size_label(s) for s in columns]
     rows = []
-    for (coll, transport, nranks, stats), sizes in zip(cases, per_case):
+    for i, ((coll, transport, nranks, stats), sizes) in enumerate(zip(cases, per_case)):
         cells = [_ratio(stats.get("braid", {}).get(s), stats.get("mpi", {}).get(s))
                  for s in sizes]
-        rows.append([coll, transport, str(nranks)] + cells + ["-"] * (len(columns) - len(cells)))
+        rows.append([coll, transport, str(nranks)] + ([conditions[i]] if conditions else [])
+                    + cells + ["-"] * (len(columns) - len(cells)))
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     lines = ["== Braid/MPI (busbw ratio of the medians; > 1: Braid faster; per-rank collectives' "
              "first column: 16 B x ranks) =="]

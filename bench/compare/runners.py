@@ -6,6 +6,12 @@ prints the same columns; only the launcher and the transport switches differ:
   Braid  braidrun -n N <collective>_perf ...      tcp: NCCL_SHM_DISABLE=1, NCCL_SOCKET_IFNAME=lo
   MPI    mpirun -np N mpi_perf --collective C ... tcp: --mca pml ob1 --mca btl self,tcp ...
   Gloo   N processes started here (rank/size/store in the environment), TCP on 127.0.0.1 only
+  oneCCL mpirun -np N oneccl_allreduce_bench ...  shm: FI_PROVIDER=shm, tcp: FI_PROVIDER=tcp
+
+Pinned (load.PINNINGS), rank i runs on the (i mod n)-th of the n CPUs this process may use:
+braidrun --bind-to core (a taskset wrapper per rank when ranks outnumber the CPUs), mpirun
+--map-by core --bind-to core. Unpinned, mpirun gets --bind-to none: Open MPI binds to cores by
+default up to 2 ranks.
 
 Each run gets its own process group, so a timeout ends the whole run (launcher and ranks) and
 nothing else.
@@ -20,9 +26,11 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Tuple
 
+import load
+
 # "braid-reg" is Braid with -R 1: buffers from ncclMemAlloc, registered with ncclCommRegister,
 # which shared-memory AllReduce reads in place (ZeroCopy) from 1 MiB up.
-LIBRARIES = ("braid", "braid-reg", "mpi", "gloo")
+LIBRARIES = ("braid", "braid-reg", "mpi", "gloo", "oneccl")
 # The collectives compared: Braid's nccl-tests style program for each (bench/perf), run beside
 # mpi_perf --collective NAME (MPI_Allreduce, MPI_Reduce, ..., MPI_Sendrecv). Gloo: allreduce only.
 BRAID_PROGRAMS = {"allreduce": "all_reduce_perf", "reduce": "reduce_perf",
@@ -31,12 +39,31 @@ BRAID_PROGRAMS = {"allreduce": "all_reduce_perf", "reduce": "reduce_perf",
                   "gather": "gather_perf", "scatter": "scatter_perf", "sendrecv": "sendrecv_perf"}
 COLLECTIVES = tuple(BRAID_PROGRAMS)
 COLLECTIVES_OF = {"braid": COLLECTIVES, "braid-reg": ("allreduce",), "mpi": COLLECTIVES,
-                  "gloo": ("allreduce",)}
+                  "gloo": ("allreduce",), "oneccl": ("allreduce",)}
 LIBRARY_TITLES = {"braid": "Braid", "braid-reg": "Braid -R", "mpi": "MPI", "gloo": "Gloo",
-                  "nccl": "NCCL"}
+                  "oneccl": "oneCCL", "nccl": "NCCL"}
 TRANSPORTS = ("shm", "tcp")
 # Gloo has TCP only; its numbers appear in the TCP tables alone.
-TRANSPORTS_OF = {"braid": TRANSPORTS, "braid-reg": ("shm",), "mpi": TRANSPORTS, "gloo": ("tcp",)}
+TRANSPORTS_OF = {"braid": TRANSPORTS, "braid-reg": ("shm",), "mpi": TRANSPORTS, "gloo": ("tcp",),
+                 "oneccl": TRANSPORTS}
+# The oneCCL benchmark (oneccl_build.sh of the peers' folder) times float sums only.
+ONECCL_TYPES = (("float", "sum"),)
+# Where oneccl_build.sh leaves it: the peers' folder, in this checkout's shared/ or the machine's.
+ONECCL_BENCH_PATHS = (
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "peers",
+                 "build", "oneccl_allreduce_bench"),
+    "/work/shared/peers/build/oneccl_allreduce_bench")
+
+
+def default_oneccl_bench() -> str:
+    """$ONECCL_ALLREDUCE_BENCH, else the first of ONECCL_BENCH_PATHS that exists (else the
+    last, which missing() then reports)."""
+    if os.environ.get("ONECCL_ALLREDUCE_BENCH"):
+        return os.environ["ONECCL_ALLREDUCE_BENCH"]
+    for path in ONECCL_BENCH_PATHS:
+        if os.access(path, os.X_OK):
+            return os.path.normpath(path)
+    return ONECCL_BENCH_PATHS[-1]
 
 # Exit status the peer programs of this folder use for "this type/op is not supported by the
 # library" (PERF_EXIT_UNSUPPORTED in perf_common.h).
@@ -101,9 +128,10 @@ class Programs:
     gloo_allreduce_perf: str
     stream_probe: str
     mpirun: Optional[str]
+    oneccl_bench: str = ""
 
     @staticmethod
-    def in_build(build_dir: str) -> "Programs":
+    def in_build(build_dir: str, oneccl_bench: Optional[str] = None) -> "Programs":
         bench = os.path.join(build_dir, "bench")
         return Programs(
             braidrun=os.path.join(build_dir, "bin", "braidrun"),
@@ -111,7 +139,8 @@ class Programs:
             mpi_perf=os.path.join(bench, "mpi_perf"),
             gloo_allreduce_perf=os.path.join(bench, "gloo_allreduce_perf"),
             stream_probe=os.path.join(bench, "stream_probe"),
-            mpirun=shutil.which("mpirun"))
+            mpirun=shutil.which("mpirun"),
+            oneccl_bench=oneccl_bench or default_oneccl_bench())
 
     def braid_perf(self, collective: str = "allreduce") -> str:
         return os.path.join(self.bench_dir, BRAID_PROGRAMS[collective])
@@ -124,12 +153,16 @@ class Programs:
         """Why `library` cannot run `collective` here, or None."""
         needed = {"braid": [self.braidrun, self.braid_perf(collective)],
                   "braid-reg": [self.braidrun, self.braid_perf(collective)],
-                  "mpi": [self.mpi_perf], "gloo": [self.gloo_allreduce_perf]}[library]
+                  "mpi": [self.mpi_perf], "gloo": [self.gloo_allreduce_perf],
+                  "oneccl": [self.oneccl_bench]}[library]
         for path in needed:
             if not os.access(path, os.X_OK):
+                if library == "oneccl":
+                    return f"{path} is not built (run oneccl_build.sh of the peers' folder, or " \
+                           "give --oneccl-bench PATH or $ONECCL_ALLREDUCE_BENCH)"
                 return f"{path} is not built (cmake --build <build> --target " \
                        f"{os.path.basename(path)})"
-        if library == "mpi" and not self.mpirun:
+        if library in ("mpi", "oneccl") and not self.mpirun:
             return "mpirun not found (apt-get install openmpi-bin)"
         return None
 
@@ -180,10 +213,12 @@ def run_command(argv: List[str], env: Dict[str, str], timeout: float) -> RunResu
         return RunResult(" ".join(argv), rc, out.read(), err.read(), time.monotonic() - start)
 
 
-def run_gloo(nranks: int, argv: List[str], env: Dict[str, str], timeout: float) -> RunResult:
+def run_gloo(nranks: int, argv: List[str], env: Dict[str, str], timeout: float,
+             pin_cpus: Optional[List[int]] = None) -> RunResult:
     """Gloo's launcher: nranks processes with GLOO_PERF_RANK/SIZE and a fresh FileStore
     directory. Rank 0's stdout is the result; every rank's stderr is kept. When one rank fails
-    the others would wait for it until their own timeout, so they are ended."""
+    the others would wait for it until their own timeout, so they are ended. With pin_cpus, rank
+    i runs on CPU pin_cpus[i mod their number] (taskset)."""
     start = time.monotonic()
     store = tempfile.mkdtemp(prefix="gloo_perf_store.")
     logs = tempfile.mkdtemp(prefix="gloo_perf_logs.")
@@ -192,9 +227,10 @@ def run_gloo(nranks: int, argv: List[str], env: Dict[str, str], timeout: float) 
         for rank in range(nranks):
             rank_env = dict(env, GLOO_PERF_RANK=str(rank), GLOO_PERF_SIZE=str(nranks),
                             GLOO_PERF_STORE=store)
+            pin = ["taskset", "-c", str(pin_cpus[rank % len(pin_cpus)])] if pin_cpus else []
             with open(os.path.join(logs, f"{rank}.out"), "w") as out, \
                     open(os.path.join(logs, f"{rank}.err"), "w") as err:
-                procs.append(subprocess.Popen(argv, stdout=out, stderr=err, env=rank_env,
+                procs.append(subprocess.Popen(pin + argv, stdout=out, stderr=err, env=rank_env,
                                               start_new_session=True))
         deadline = start + timeout
         first_failure, timed_out = None, False
@@ -223,7 +259,8 @@ def run_gloo(nranks: int, argv: List[str], env: Dict[str, str], timeout: float) 
             rc = next((p.returncode for p in procs if p.returncode != 0), 0)
         stderr = "".join(f"[rank {r}] {line}\n" for r in range(nranks)
                          for line in _read(os.path.join(logs, f"{r}.err")).splitlines())
-        return RunResult(f"gloo launcher -n {nranks}: " + " ".join(argv), rc,
+        launcher = f"gloo launcher -n {nranks}{' pinned' if pin_cpus else ''}: "
+        return RunResult(launcher + " ".join(argv), rc,
                          _read(os.path.join(logs, "0.out")), stderr, time.monotonic() - start)
     finally:
         for p in procs:
@@ -233,12 +270,71 @@ def run_gloo(nranks: int, argv: List[str], env: Dict[str, str], timeout: float) 
         shutil.rmtree(logs, ignore_errors=True)
 
 
+def mpirun_argv(mpirun: str, nranks: int, pinning: str, cpus: int) -> List[str]:
+    """Open MPI's launcher up to -np: --oversubscribe only when the ranks outnumber the CPUs;
+    pinned: rank i on core i (mod the cores), unpinned: --bind-to none, since Open MPI binds to
+    cores by default up to 2 ranks."""
+    over = nranks > cpus
+    argv = [mpirun, "--allow-run-as-root"] + (["--oversubscribe"] if over else [])
+    if pinning == "pinned":
+        argv += ["--map-by", "core", "--bind-to", "core:overload-allowed" if over else "core"]
+    else:
+        argv += ["--bind-to", "none"]
+    return argv + ["-np", str(nranks)]
+
+
+def braidrun_argv(braidrun: str, nranks: int, pinning: str, cpus: List[int]) -> List[str]:
+    """braidrun up to the program: pinned, --bind-to core (rank i on the i-th allowed CPU); with
+    more ranks than CPUs, which braidrun refuses to bind, each rank is started through taskset on
+    the (LOCAL_RANK mod n)-th CPU."""
+    argv = [braidrun, "-n", str(nranks)]
+    if pinning != "pinned":
+        return argv
+    if nranks <= len(cpus):
+        return argv + ["--bind-to", "core"]
+    cases = " ".join(f"{i}) cpu={cpu};;" for i, cpu in enumerate(cpus))
+    script = f'case $((LOCAL_RANK % {len(cpus)})) in {cases} esac; exec taskset -c "$cpu" "$@"'
+    return argv + ["--", "sh", "-c", script, "sh"]
+
+
+def oneccl_args(perf_args: List[str]) -> List[str]:
+    """The nccl-tests flags in the oneCCL benchmark's terms: -b -e -f -w -c as they are, -n N as
+    exactly N timed calls (-n N -N N: its iteration range); -a (it always reports the slowest
+    rank), -d and -o (float sum only) are dropped."""
+    out: List[str] = []
+    for flag, value in zip(perf_args[::2], perf_args[1::2]):
+        if flag in ("-b", "-e", "-f", "-w", "-c"):
+            out += [flag, value]
+        elif flag == "-n":
+            out += ["-n", value, "-N", value]
+    return out
+
+
+def oneccl_env(env: Dict[str, str], transport: str, nranks: int, cpus: int) -> Dict[str, str]:
+    """libfabric's shm or tcp provider (the peers' README, section oneCCL); without worker
+    threads while every rank has a core (its workers would share the cores with the callers),
+    yielding workers beyond. Tuning variables already set in the environment are kept."""
+    env = dict(env)
+    env["FI_PROVIDER"] = "shm" if transport == "shm" else "tcp"
+    env["CCL_ATL_SHM"] = "1" if transport == "shm" else "0"
+    for name in ("CCL_KVS_IFACE", "FI_TCP_IFACE", "FI_SOCKETS_IFACE"):
+        env.setdefault(name, "lo")
+    if not any(name in env for name in ("CCL_WORKER_OFFLOAD", "CCL_YIELD")):
+        if nranks <= cpus:
+            env["CCL_WORKER_OFFLOAD"] = "0"
+        else:
+            env["CCL_YIELD"] = "sched_yield"
+    return env
+
+
 def run_library(library: str, transport: str, nranks: int, perf_args: List[str],
                 programs: Programs, timeout: float,
                 extra_env: Optional[Dict[str, str]] = None,
-                collective: str = "allreduce") -> RunResult:
+                collective: str = "allreduce", pinning: str = "unpinned",
+                cpus: Optional[List[int]] = None) -> RunResult:
     env = dict(os.environ)
     env.update(extra_env or {})
+    cpus = cpus or load.allowed_cpus()
     if library == "braid-reg":
         perf_args = perf_args + ["-R", "1"]
     if library in ("braid", "braid-reg"):
@@ -246,17 +342,28 @@ def run_library(library: str, transport: str, nranks: int, perf_args: List[str],
             env["NCCL_SHM_DISABLE"] = "1"
             # Loopback, like the peers (MPI: btl_tcp_if_include lo, Gloo: 127.0.0.1).
             env.setdefault("NCCL_SOCKET_IFNAME", "lo")
-        argv = [programs.braidrun, "-n", str(nranks), programs.braid_perf(collective)] + perf_args
+        argv = braidrun_argv(programs.braidrun, nranks, pinning, cpus)
+        argv += [programs.braid_perf(collective)] + perf_args
+        return run_command(argv, env, timeout)
+    if library == "oneccl":
+        # The variables set here are on the command line (env), so the recorded command is the
+        # one to rerun.
+        tuned = oneccl_env(env, transport, nranks, len(cpus))
+        argv = ["env"] + [f"{k}={v}" for k, v in sorted(tuned.items()) if env.get(k) != v]
+        argv += mpirun_argv(programs.mpirun, nranks, pinning, len(cpus))
+        # MPI carries oneCCL's key-value-store address and the untimed barriers.
+        argv += ["--mca", "btl", "self,vader", programs.oneccl_bench] + oneccl_args(perf_args)
         return run_command(argv, env, timeout)
     if library == "mpi":
-        argv = [programs.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(nranks)]
+        argv = mpirun_argv(programs.mpirun, nranks, pinning, len(cpus))
         if transport == "tcp":
             argv += ["--mca", "pml", "ob1", "--mca", "btl", "self,tcp",
                      "--mca", "btl_tcp_if_include", "lo"]
         argv += [programs.mpi_perf, "--collective", collective] + perf_args
         return run_command(argv, env, timeout)
     if library == "gloo":
-        return run_gloo(nranks, [programs.gloo_allreduce_perf] + perf_args, env, timeout)
+        return run_gloo(nranks, [programs.gloo_allreduce_perf] + perf_args, env, timeout,
+                        cpus if pinning == "pinned" else None)
     raise ValueError(f"unknown library {library}")
 
 
