@@ -165,7 +165,8 @@ void reduceUntilFailure(test::RankContext& ctx, int first, size_t count, size_t 
   int done = 0;
   while (now() < until) {
     size_t n = done < first ? count : laterCount;
-    if (done == first && laterTimeoutS > 0 && braidCommSetTimeout(comm, laterTimeoutS) != ncclSuccess)
+    if (done == first && laterTimeoutS > 0 &&
+        braidCommSetTimeout(comm, laterTimeoutS) != ncclSuccess)
       ctx.fail(std::string("braidCommSetTimeout: ") + ncclGetLastError(comm));
     start = now();
     r = checkedAllReduce(ctx, comm, n, done);

@@ -171,8 +171,7 @@ TEST_P(StopCalling, OthersFailAtTheDeadline) {
   v.minErrorS = kStallTimeoutS - 0.05;  // the peer is alive: no error before the deadline
   v.failedIn = "allreduce #3";          // the first call the silent rank does not make
   v.someErrorMentions = "timed out";
-  judge("middle rank stops calling", wire, report, leftoverShm(before), v,
-        "calls' deadline 0.5 s");
+  judge("middle rank stops calling", wire, report, leftoverShm(before), v, "calls' deadline 0.5 s");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fault, StopCalling, ::testing::Values(Wire::kShm, Wire::kTcp),

@@ -116,8 +116,7 @@ TEST(Absent, ARankThatAbortsLeavesTheOthersWithATimeout) {
             ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr);
         double seconds = now() - start;
         if (r == ncclSuccess) ctx.fail("allreduce without rank 0 succeeded");
-        if (seconds > kCallTimeoutS + kSlackS)
-          ctx.fail("waited " + std::to_string(seconds) + " s");
+        if (seconds > kCallTimeoutS + kSlackS) ctx.fail("waited " + std::to_string(seconds) + " s");
         ctx.report("error", ncclGetLastError(comm));
         ncclCommAbort(comm);
       },

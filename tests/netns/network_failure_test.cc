@@ -17,7 +17,7 @@
 namespace braid::test {
 namespace {
 
-constexpr double kInitTimeoutS = 5;  // BRAID_TIMEOUT_S where init is to succeed
+constexpr double kInitTimeoutS = 5;    // BRAID_TIMEOUT_S where init is to succeed
 constexpr double kCallTimeoutS = 0.5;  // every call after init, and init that cannot succeed
 constexpr double kSlackS = 2.5;
 
