@@ -13,6 +13,7 @@ See docs/pytorch.md.
 
 import contextlib
 import os
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -35,6 +36,16 @@ def shared_buckets_enabled():
     return value not in ("0", "false", "off", "no")
 
 
+_warned_not_installed = False
+
+
+def _warn_not_installed():
+    global _warned_not_installed
+    _warned_not_installed = True
+    warnings.warn("braid.torch.shared_memory(): c10 kept another CPU allocator (installed with a "
+                  "higher priority); tensors stay in plain memory", RuntimeWarning, stacklevel=3)
+
+
 @contextlib.contextmanager
 def shared_memory():
     """While open, CPU tensors of 1 MiB or more are allocated in memory that the process
@@ -45,7 +56,8 @@ def shared_memory():
     if not shared_buckets_enabled():
         yield
         return
-    _braid_torch._enter_shared_scope()
+    if not _braid_torch._enter_shared_scope() and not _warned_not_installed:
+        _warn_not_installed()
     try:
         yield
     finally:
