@@ -4,6 +4,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "process_group_braid.h"
+#include "shared_allocator.h"
 
 namespace py = pybind11;
 
@@ -35,6 +36,32 @@ PYBIND11_MODULE(_braid_torch, m) {
   m.def("create_process_group", &createProcessGroup, py::arg("store"), py::arg("rank"),
         py::arg("world_size"), py::arg("timeout"), py::call_guard<py::gil_scoped_release>(),
         "Creates a Braid process group (the creator function given to register_backend).");
+
+  // braid.torch.shared_memory() (docs/pytorch.md, "Shared buckets").
+  m.def("_enter_shared_scope", &braid_torch::enterSharedScope,
+        "Opens a shared-memory allocation scope; False when c10 kept another CPU allocator.");
+  m.def("_leave_shared_scope", &braid_torch::leaveSharedScope,
+        "Closes the innermost shared-memory allocation scope.");
+  m.def(
+      "_shared_allocator_stats",
+      [] {
+        braid_torch::SharedAllocatorStats s = braid_torch::sharedAllocatorStats();
+        py::dict d;
+        d["installed"] = s.installed;
+        d["depth"] = s.depth;
+        d["allocations"] = s.allocations;
+        d["bytes"] = s.bytes;
+        d["registrations"] = s.registrations;
+        return d;
+      },
+      "The shared allocator's live allocations, bytes and registrations.");
+  m.def(
+      "_is_shared",
+      [](const at::Tensor& t) {
+        return t.defined() && t.device().is_cpu() &&
+               braid_torch::isSharedRange(t.data_ptr(), t.nbytes());
+      },
+      py::arg("tensor"), "True when the tensor's data lies in a shared (ncclMemAlloc) allocation.");
 
   int version = 0;
   ncclGetVersion(&version);

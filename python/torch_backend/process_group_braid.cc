@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include "shared_allocator.h"
 #include "tensor_checks.h"
 #include "work_braid.h"
 
@@ -71,6 +72,8 @@ ProcessGroupBraid::~ProcessGroupBraid() {
     // Every queued task ends (with a result or an error): bounded by the deadline.
     braidStreamDestroy(stream_);
   }
+  // Shared bucket memory may outlive the group: its registrations with comm_ go first.
+  forgetComm(comm_);
   ncclResult_t asyncError = ncclSuccess;
   ncclCommGetAsyncError(comm_, &asyncError);
   // A failed communicator's peers may be gone: abort frees it without talking to them.
@@ -148,6 +151,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allreduce(std::vector<at::Tens
   void* p = t.data_ptr();
   size_t n = t.numel();
   ncclComm_t comm = comm_;
+  // Shared bucket memory (shared_allocator.h) is registered before the call is queued.
+  // Registration is local in Braid: each allreduce's ranks tell each other whether their
+  // buffers are registered, and take ZeroCopy only when every rank's are.
+  registerSharedRange(comm, p, t.nbytes());
   return enqueue(c10d::OpType::ALLREDUCE, "allreduce", {t}, {},
                  [=] { return ncclAllReduce(p, p, n, type, op, comm, nullptr); });
 }
@@ -168,6 +175,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allreduce_coalesced(
                      toBraidType(tensors[i].scalar_type(), "allreduce_coalesced", true)});
   }
   ncclComm_t comm = comm_;
+  for (const at::Tensor& t : tensors) registerSharedRange(comm, t.data_ptr(), t.nbytes());
   return enqueue(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, {}, [=] {
     ncclGroupStart();
     for (const Call& c : calls) ncclAllReduce(c.p, c.p, c.n, c.type, op, comm, nullptr);
