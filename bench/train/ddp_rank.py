@@ -114,7 +114,11 @@ class MpiAllreduceHook:
 def init_group(backend, rank, world):
     """Returns (how the gradients travel, the hook for the sync model or None)."""
     if backend == "braid":
-        import braid.torch  # noqa: F401  (registers the backend)
+        import braid.torch  # (registers the backend)
+        # Its DDP keeps the gradient buckets in registered shared memory (ZeroCopy): what a
+        # Braid user runs (docs/pytorch.md, "Shared buckets").
+        global DDP
+        DDP = braid.torch.DistributedDataParallel
     if backend == "mpi" and dist.is_mpi_available():
         dist.init_process_group("mpi")
         return "torch's MPI backend", None

@@ -37,8 +37,10 @@ def mlp(widths):
 
 def rank_main(rank, world, args, port, results):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    ddp_class = DDP
     if args.backend == "braid":
-        import braid.torch  # noqa: F401
+        import braid.torch
+        ddp_class = braid.torch.DistributedDataParallel  # buckets in shared memory: ZeroCopy
     torch.set_num_threads(args.threads)
     dist.init_process_group(args.backend, rank=rank, world_size=world)
     torch.manual_seed(0)
@@ -55,7 +57,7 @@ def rank_main(rank, world, args, port, results):
             if i >= args.warmup:
                 times.append(time.perf_counter() - start)
     else:
-        ddp = DDP(model)
+        ddp = ddp_class(model)
         opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
         x = torch.randn(args.batch, widths[0])
         y = torch.randint(0, widths[-1], (args.batch,))
