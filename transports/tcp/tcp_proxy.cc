@@ -58,10 +58,23 @@ void TcpProxy::sever() {
 }
 
 void TcpProxy::drain(double seconds, const std::atomic<uint32_t>* abort) {
+  // Queued slots may belong to a call that already returned success on this rank while its
+  // peers are still inside it: a rank that failed at its next call and aborts must not take
+  // that call's data down with it. An abort therefore shortens the wait to a grace period
+  // (queued slots leave in microseconds when the peer reads) instead of skipping it.
+  constexpr double kAbortGraceS = 0.1;
   Deadline deadline = Deadline::after(seconds);
+  Deadline grace;
+  bool aborting = false;
   while (!failed_.load() && !stop_.load() && fifo_->tail.load() != fifo_->head.load() &&
-         !deadline.expired() && !(abort && abort->load()))
+         !deadline.expired()) {
+    if (!aborting && abort && abort->load()) {
+      aborting = true;
+      grace = Deadline::after(kAbortGraceS);
+    }
+    if (aborting && grace.expired()) break;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
 }
 
 ncclResult_t TcpProxy::check() {

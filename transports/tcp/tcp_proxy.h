@@ -21,7 +21,8 @@ class TcpProxy : public LivenessCheck {
   ~TcpProxy() override;
 
   FifoControl* fifo() const { return fifo_; }
-  /// Send side: waits (bounded, unless `abort` is raised) until every posted slot is on the wire.
+  /// Send side: waits (at most `seconds`; 0.1 s once `abort` is raised) until every posted slot
+  /// is on the wire.
   void drain(double seconds, const std::atomic<uint32_t>* abort);
   /// ncclRemoteError once the socket side failed (peer closed, reset, unreachable).
   ncclResult_t check() override;

@@ -114,7 +114,7 @@ class TcpSend : public SendConnection {
     fifo_.attach(proxy_->fifo(), proxy_.get(), /*acceptsLent=*/true);
   }
   // A rank that finished its last operation may destroy its communicator while its final slots
-  // are still queued: they must reach the peer first (an abort skips this).
+  // are still queued: they must reach the peer first (an abort waits a short grace period).
   ~TcpSend() override { proxy_->drain(timeoutS_, abort_); }
   const char* transportName() const override { return "tcp"; }
 
