@@ -20,6 +20,7 @@ struct CollArgs {
   size_t count = 0;  ///< elements (per rank, as in the NCCL call)
   size_t elemSize = 0;
   kernels::ReduceOp op;  ///< resolved op (avg/premulsum already folded in)
+  int userOp = 0;        ///< the ncclRedOp_t as the caller passed it (what the logs name)
   int root = 0;
   bool reduction = true;  ///< false: data is copied, never combined (broadcast, allgather)
   /// The buffers are device memory and the communicator moves them over the P2P transport:

@@ -36,6 +36,7 @@ ncclResult_t submitCollective(CollType coll, const void* sendbuff, void* recvbuf
   args.elemSize = kernels::typeSize(dtype);
   args.root = info.rooted ? root : 0;
   args.reduction = info.reduction;
+  args.userOp = info.reduction ? static_cast<int>(op) : 0;
   if (info.reduction) {
     BRAID_TRY(resolveOp(comm, op, dtype, &args.op, &args.deviceScalar));
   } else {

@@ -56,7 +56,7 @@ ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
              "%s: opCount %llu sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p "
              "[nranks=%d] algorithm %s",
              collName(args.coll), static_cast<unsigned long long>(ops.opCount), args.sendbuff,
-             args.recvbuff, args.count, args.op.dtype, static_cast<int>(args.op.op), args.root,
+             args.recvbuff, args.count, args.op.dtype, args.userOp, args.root,
              static_cast<void*>(&comm), comm.nranks(), chosen->name());
   args.fingerprint = collectiveFingerprint(ops.opCount, args, chosen->name());
   const int64_t entry =

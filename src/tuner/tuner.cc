@@ -78,6 +78,7 @@ ncclResult_t Tuner::runAgreement(InternalRunner& runner, double* values, int n,
   args.elemSize = sizeof(double);
   args.op.dtype = ncclFloat64;
   args.op.op = op;
+  args.userOp = static_cast<int>(op);  // (BaseOp keeps ncclRedOp_t's values)
   agreeing_ = true;
   ncclResult_t r = runner.runInternal(args);
   agreeing_ = false;
