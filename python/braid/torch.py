@@ -7,7 +7,8 @@
 runs every collective of the group (and DistributedDataParallel's gradient
 all-reduce) through Braid on CPU tensors. ``braid.torch.DistributedDataParallel``
 (or DDP built inside ``braid.torch.shared_memory()``) puts DDP's gradient buckets
-in shared memory, so their all-reduces take Braid's one-sided ZeroCopy algorithm.
+in shared memory, so their all-reduces take Braid's one-sided ZeroCopy algorithm; it also
+makes the gradients views of the buckets and averages inside the all-reduce.
 See docs/pytorch.md.
 """
 
@@ -74,19 +75,61 @@ def is_shared(tensor):
     return _braid_torch._is_shared(tensor)
 
 
+def _average_hook(group, bucket):
+    """DDP comm hook: the bucket all-reduced with ReduceOp.AVG in place, so the division by the
+    world size happens inside Braid's reduction instead of a pass of its own over the bucket."""
+    buffer = bucket.buffer()
+    if not buffer.is_floating_point():
+        # (complex gradients) torch's default: divide, then sum.
+        buffer.div_(group.size())
+        op = dist.ReduceOp.SUM
+    else:
+        op = dist.ReduceOp.AVG
+    future = dist.all_reduce(buffer, op=op, group=group, async_op=True).get_future()
+    # value() raises the all-reduce's error, if any, into the future DDP waits on.
+    return future.then(lambda done: done.value()[0])
+
+
 class DistributedDataParallel(torch.nn.parallel.DistributedDataParallel):
-    """torch's DistributedDataParallel with its gradient buckets in shared memory.
+    """torch's DistributedDataParallel with its gradient buckets in shared memory, gradients that
+    are views of the buckets, and averaging inside the all-reduce.
 
-    The buckets are allocated while DDP is built and rebuilt once, in the forward pass after the
-    first backward: this class opens shared_memory() around __init__ and around its first two
-    forward() calls with gradients enabled, and nowhere else. Everything else is torch's DDP."""
+    - The buckets are allocated while DDP is built and rebuilt once, in the forward pass after
+      the first backward: this class opens shared_memory() around __init__ and around its first
+      two forward() calls with gradients enabled, and nowhere else.
+    - ``gradient_as_bucket_view`` defaults to True (torch's option; pass False for torch's
+      default): each parameter's .grad is a view of its bucket, so backward writes the gradients
+      where the all-reduce reads them, and nothing is copied into the buckets or back.
+    - ``average_in_allreduce`` (default True): when the process group is Braid's and no comm
+      hook was registered by the first forward, a hook all-reduces each bucket with
+      ReduceOp.AVG instead of DDP's division pass followed by a sum.
 
-    def __init__(self, *args, **kwargs):
+    Everything else is torch's DDP."""
+
+    def __init__(self, *args, average_in_allreduce=True, **kwargs):
+        kwargs.setdefault("gradient_as_bucket_view", True)
         with shared_memory():
             super().__init__(*args, **kwargs)
         self._braid_shared_forwards = 2
+        self._braid_average_pending = average_in_allreduce
+
+    def register_comm_hook(self, state, hook):
+        self._braid_average_pending = False
+        super().register_comm_hook(state, hook)
+
+    def _register_builtin_comm_hook(self, comm_hook_type):
+        self._braid_average_pending = False
+        super()._register_builtin_comm_hook(comm_hook_type)
+
+    def _install_average_hook(self):
+        self._braid_average_pending = False
+        group = self.process_group
+        if dist.get_backend(group) == BACKEND_NAME:
+            super().register_comm_hook(group, _average_hook)
 
     def forward(self, *inputs, **kwargs):
+        if self._braid_average_pending and torch.is_grad_enabled():
+            self._install_average_hook()
         if self._braid_shared_forwards > 0 and torch.is_grad_enabled():
             self._braid_shared_forwards -= 1
             with shared_memory():

@@ -22,9 +22,11 @@ from torch_ranks import run_ranks  # noqa: E402
 STEPS = 3
 BATCH = 8
 MIB = 1 << 20
-# "AllReduce: opCount 7 sendbuff 0x.. recvbuff 0x.. count 524288 datatype 7 ... algorithm ZeroCopy"
+# "AllReduce: opCount 7 sendbuff 0x.. recvbuff 0x.. count 524288 datatype 7 op 4 ... algorithm
+# ZeroCopy" (op: the ncclRedOp_t the caller passed; 4 is ncclAvg)
 CALL = re.compile(r"AllReduce: opCount (\d+) sendbuff \S+ recvbuff \S+ count (\d+) datatype \d+ "
-                  r".*algorithm (\S+)")
+                  r"op (\d+) .*algorithm (\S+)")
+NCCL_AVG = 4
 # "AllReduce #7: buffers not registered on every rank, Ring runs it"
 FALLBACK = re.compile(r"AllReduce #(\d+): buffers not registered on every rank, (\S+) runs it")
 
@@ -70,6 +72,14 @@ def _check_grads(ddp, world, step):
             f"{ref[tuple(bad[0])].item()}")
 
 
+def _check_views(ddp):
+    """Each gradient is a view of a bucket: it lies inside shared memory exactly when the
+    buckets do, and DDP was built with gradient_as_bucket_view."""
+    assert ddp.gradient_as_bucket_view
+    for i, p in enumerate(ddp.module.parameters()):
+        assert p.grad._base is not None, f"parameter {i}: its gradient is not a view of a bucket"
+
+
 def _train(rank, world, log_dir, shared):
     log = os.path.join(log_dir, f"rank{rank}.log")
     os.environ.update(NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="COLL", NCCL_DEBUG_FILE=log)
@@ -88,6 +98,7 @@ def _train(rank, world, log_dir, shared):
         x, y = _batch(rank, step)
         torch.nn.functional.mse_loss(ddp(x), y).backward()
         _check_grads(ddp, world, step)
+        _check_views(ddp)
         opt.step()
 
     # all_reduce_coalesced registers each tensor's allocation as all_reduce does.
@@ -121,16 +132,21 @@ def _train(rank, world, log_dir, shared):
 
     # Each call's line names the algorithm chosen; ZeroCopy adds a line when it finds a buffer
     # unregistered and hands the call to another algorithm.
-    calls = []
+    calls, ops = [], []
     with open(log) as f:
         for line in f:
             m = CALL.search(line)
             if m and int(m.group(2)) * 4 >= MIB:
-                calls.append([int(m.group(1)), m.group(3)])
+                calls.append([int(m.group(1)), m.group(4)])
+                ops.append(int(m.group(3)))
             m = FALLBACK.search(line)
             if m and calls and calls[-1][0] == int(m.group(1)):
                 calls[-1][1] += " -> " + m.group(2)
     ran = [algorithm for _, algorithm in calls]
+    # The DDP buckets' all-reduces average inside Braid (the hook braid.torch's DDP installs);
+    # the two coalesced tensors' are sums.
+    assert ops[-2:] == [0, 0] and ops[:-2] == [NCCL_AVG] * (len(ops) - 2), (
+        f"ops of the all-reduces: {ops} ({log})")
     # Step 1 all-reduces DDP's first buckets (torch 1.13: one, the whole model), the later steps
     # those DDP rebuilt in gradient order in step 2's forward (two or more: its first bucket is
     # capped at 1 MiB): both kinds must have run.
