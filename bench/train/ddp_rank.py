@@ -14,7 +14,8 @@ Each timed step starts after a barrier (outside the timed region) so that every 
 at once; a step's time is the slowest rank's. Rank 0 prints one line
 "train-bench-result: {json}" with every step time.
 
-Backends: braid (import braid.torch), gloo, and mpi: torch's own MPI backend when this torch has
+Backends: braid (import braid.torch), gloo, gloo-view (gloo with DDP's
+gradient_as_bucket_view=True, as braid.torch's DDP sets it), and mpi: torch's own MPI backend when this torch has
 one, otherwise a gloo group for DDP's set-up with a comm hook that all-reduces each bucket with
 Open MPI through mpi4py (launch under mpirun).
 """
@@ -43,7 +44,7 @@ from bench_ddp import mlp  # noqa: E402  (the model bench_ddp.py times)
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--backend", required=True, choices=["braid", "gloo", "mpi"])
+    p.add_argument("--backend", required=True, choices=["braid", "gloo", "gloo-view", "mpi"])
     p.add_argument("--widths", default="1024,2048,2048,2048,1024,10",
                    help="layer widths of the MLP (default: bench_ddp.py's large model)")
     p.add_argument("--batches", default="2,8", help="per-rank batches, one shape each")
@@ -65,6 +66,10 @@ def rank_and_world():
         if rank_var in os.environ:
             return int(os.environ[rank_var]), int(os.environ[world_var])
     sys.exit("ddp_rank.py: no RANK/WORLD_SIZE (braidrun, torchrun) nor OMPI_COMM_WORLD_* (mpirun)")
+
+
+# DDP's keyword arguments beyond bucket_cap_mb (gloo-view sets gradient_as_bucket_view).
+DDP_OPTIONS = {}
 
 
 def noop_hook(state, bucket):
@@ -122,9 +127,14 @@ def init_group(backend, rank, world):
     if backend == "mpi" and dist.is_mpi_available():
         dist.init_process_group("mpi")
         return "torch's MPI backend", None
-    dist.init_process_group("gloo" if backend == "mpi" else backend, rank=rank, world_size=world)
+    if backend == "gloo-view":
+        DDP_OPTIONS["gradient_as_bucket_view"] = True
+    dist.init_process_group("gloo" if backend in ("mpi", "gloo-view") else backend, rank=rank,
+                            world_size=world)
     if backend == "mpi":
         return "Open MPI via mpi4py in a DDP comm hook (set-up over gloo)", MpiAllreduceHook(world)
+    if backend == "gloo-view":
+        return "torch.distributed backend gloo, DDP gradient_as_bucket_view=True", None
     return f"torch.distributed backend {backend}", None
 
 
@@ -132,7 +142,7 @@ class Timed:
     """One DDP replica of the model and its step."""
 
     def __init__(self, model, bucket_mb, hook):
-        self.ddp = DDP(model, bucket_cap_mb=bucket_mb)
+        self.ddp = DDP(model, bucket_cap_mb=bucket_mb, **DDP_OPTIONS)
         self.hook_calls = 0
         if hook is not None:
             def counted(state, bucket):

@@ -34,21 +34,22 @@ sys.path.insert(0, HERE)
 import runners  # noqa: E402  (bench/compare: run_command, CpuMeter)
 import train_report  # noqa: E402
 
-BACKENDS = ("braid", "gloo", "mpi")
+BACKENDS = ("braid", "gloo", "gloo-view", "mpi")
 PROGRAMS = ("ddp", "train_digits", "gradsync_bench")
 # examples/ddp/bench_ddp.py's large MLP: 12.6 M parameters, 48 MiB of gradients.
 LARGE = "1024,2048,2048,2048,1024,10"
 # Why each backend cannot run here (JSON: backend -> reason or null), in one interpreter start.
 PROBE = """
 import json
-why = dict.fromkeys(("braid", "gloo", "mpi"))
+why = dict.fromkeys(("braid", "gloo", "gloo-view", "mpi"))
 def check(backends, what, statement):
     try:
         exec(statement)
     except Exception as e:
         for b in backends:
             why[b] = why[b] or f"{what}: {type(e).__name__}: {e}"
-check(("braid", "gloo", "mpi"), "import torch.distributed", "import torch.distributed")
+check(("braid", "gloo", "gloo-view", "mpi"), "import torch.distributed",
+      "import torch.distributed")
 check(("braid",), "import braid.torch", "import braid.torch")
 # torch's own MPI backend, else ddp_rank.py's mpi4py comm hook.
 check(("mpi",), "import mpi4py (this torch has no MPI backend)",

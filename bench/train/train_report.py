@@ -10,6 +10,10 @@ from typing import Dict, List, Optional, Tuple
 # What the issue asks of DDP over Braid, as gloo/braid step-time ratios (above 1: Braid faster).
 TARGETS = {"comm": 1.3, "compute": 1.0}
 SHAPE_TITLES = {"comm": "comm-bound", "compute": "compute-bound"}
+# The backends Braid's step is compared with. gloo is DDP as users run it (the targets' peer);
+# gloo-view is the same with gradient_as_bucket_view=True, which braid.torch's DDP sets: the
+# part of Braid's lead that a gloo user could have by that option alone.
+PEERS = ("gloo", "gloo-view", "mpi")
 GRADSYNC_MODES = {"no sync": "nosync", "one allreduce after backward": "after_backward",
                   "GradSync, default buckets": "gradsync", "GradSync, small buckets":
                   "gradsync_small"}
@@ -123,7 +127,7 @@ def summarize_ddp(summary, runs, case, batch, backends) -> None:
     if "braid" not in by_backend:
         return
     braid_row, braid_rounds = by_backend["braid"]
-    for peer in ("gloo", "mpi"):
+    for peer in PEERS:
         if peer not in by_backend:
             continue
         peer_row, peer_rounds = by_backend[peer]
@@ -210,7 +214,7 @@ def format_ddp(summary, args) -> List[str]:
                    f", {r0['params'] / 1e6:.3g} M parameters ({r0['gradient_mib']:.3g} MiB of "
                    f"gradients in {r0['buckets']} bucket(s)), batch {r0['batch']} per rank ==")
         backends = [b for b in args.backends if any(r["backend"] == b for r in rows)]
-        peers = [p for p in ("gloo", "mpi") if p in backends and "braid" in backends]
+        peers = [p for p in PEERS if p in backends and "braid" in backends]
         out.append(f"{'load':<5}{'pinning':<9}{'ranks':>5} |"
                    + "".join(f"{b + ' ms':>10} {'comm':>5} |" for b in backends)
                    + "".join(f" {p + '/braid':<17}" for p in peers))
@@ -263,7 +267,7 @@ def format_programs(summary) -> List[str]:
 
 CSV_FIELDS = ["program", "load", "pinning", "shape", "nranks", "backend", "step_ms",
               "noop_step_ms", "comm_share", "cpu_ms", "runs", "gloo_over_braid",
-              "mpi_over_braid"]
+              "gloo_view_over_braid", "mpi_over_braid"]
 
 
 def write_csv(path: str, summary) -> None:
@@ -276,6 +280,7 @@ def write_csv(path: str, summary) -> None:
             ratios = {x["peer"]: x["ratio"] for x in summary["ratios"]
                       if (x["load"], x["pinning"], x["shape"], x["nranks"]) == key}
             w.writerow(dict(row, program="ddp", gloo_over_braid=ratios.get("gloo"),
+                            gloo_view_over_braid=ratios.get("gloo-view"),
                             mpi_over_braid=ratios.get("mpi")))
         for row in summary["train_digits"]:
             w.writerow(dict(row, program="train_digits", backend="braid"))

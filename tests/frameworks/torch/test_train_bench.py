@@ -1,8 +1,8 @@
 """tools/train-bench's benchmark (bench/train/train_bench.py) runs end to end and reports what
-it promises: a tiny MLP, 2 ranks, 2 timed steps per shape, pinned ranks, Braid and gloo (each
-DDP run starts its ranks, and importing torch costs each a second or two, so the MPI variant,
-which needs mpirun and mpi4py, is left to the tool's own runs) and both GradSync programs; the
-table's sections and the JSON and CSV fields are checked, not the timings."""
+it promises: a tiny MLP, 2 ranks, 2 timed steps per shape, pinned ranks, Braid, gloo and
+gloo-view (each DDP run starts its ranks, and importing torch costs each a second or two, so the
+MPI variant, which needs mpirun and mpi4py, is left to the tool's own runs) and both GradSync
+programs; the table's sections and the JSON and CSV fields are checked, not the timings."""
 
 import csv
 import json
@@ -30,7 +30,8 @@ def build_dir():
 def test_smoke_run_reports_every_field(tmp_path):
     out_json, out_csv = tmp_path / "train.json", tmp_path / "train.csv"
     cmd = [sys.executable, os.path.join(BENCH, "train_bench.py"), "--build-dir", build_dir(),
-           "--np", "2", "--backends", "braid,gloo", "--load", "idle", "--pinning", "pinned", "--widths", "64,128,10",
+           "--np", "2", "--backends", "braid,gloo,gloo-view", "--load", "idle", "--pinning", "pinned",
+           "--widths", "64,128,10",
            "--comm-batch", "1", "--compute-batch", "8", "--repeat", "1", "--steps", "2",
            "--warmup", "1", "--digits-epochs", "1",
            "--gradsync-args", "--widths 64,64 --batch 2 --steps 1 --rounds 1 --warmup 1",
@@ -39,12 +40,13 @@ def test_smoke_run_reports_every_field(tmp_path):
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     for section in ("== DDP step, comm-bound", "== DDP step, compute-bound", "gloo/braid",
+                    "gloo-view/braid",
                     "== GradSync: train_digits", "== GradSync: gradsync_bench", "== Targets"):
         assert section in done.stdout, output
 
     report = json.loads(out_json.read_text())
     assert report["skipped"] == {}, report["skipped"]
-    backends = ["braid", "gloo"]
+    backends = ["braid", "gloo", "gloo-view"]
     runs = report["runs"]
     assert all(r["command"] and r["returncode"] == 0 and r["result"] for r in runs), runs
     ddp = [r["result"] for r in runs if r["program"] == "ddp"]
@@ -63,7 +65,7 @@ def test_smoke_run_reports_every_field(tmp_path):
     assert len(summary["ddp"]) == 2 * len(backends)
     assert {(t["shape"], t["target"]) for t in summary["targets"]} == {("comm", 1.3),
                                                                        ("compute", 1.0)}
-    assert {x["peer"] for x in summary["ratios"]} == {"gloo"}
+    assert {x["peer"] for x in summary["ratios"]} == {"gloo", "gloo-view"}
     assert summary["train_digits"][0]["step_ms"] > 0
     assert set(summary["gradsync_bench"][0]["modes"]) == {"nosync", "after_backward",
                                                           "gradsync", "gradsync_small"}
