@@ -9,6 +9,7 @@
 #include "core/buffer_registration.h"
 #include "core/config.h"
 #include "core/flight_recorder.h"
+#include "core/shared_memory.h"
 #include "core/team.h"
 
 namespace braid {
@@ -26,6 +27,13 @@ struct OpCounters {
   /// Collectives left before the zero-copy algorithms try a descriptor round again, after one
   /// found a buffer unregistered (zero_copy.h). Every rank counts the same calls alike.
   uint32_t zeroCopyQuiet = 0;
+  /// Rank 0's shared work words of the zero-copy allreduce (zero_copy.h, SharedWork): allocated
+  /// by rank 0 at its first descriptor round, mapped by the others.
+  OwnedSharedMemory sharedWork;
+  /// Chunks the zero-copy allreduce has handed out so far over all its calls: where the next
+  /// call's chunks start in SharedWork's counters (the same on every rank).
+  uint64_t sharedChunks = 0;
+  uint64_t sharedCalls = 0;  ///< calls of the zero-copy allreduce that shared their chunks out
 };
 
 struct Context {

@@ -5,8 +5,8 @@
 
 namespace braid {
 
-void reduceInRankOrder(const kernels::ReduceOp* ops, const char* const* terms, int n,
-                       size_t count, size_t elemSize, char* dst) {
+void reduceInRankOrder(const kernels::ReduceOp* ops, const char* const* terms, int n, size_t count,
+                       size_t elemSize, char* dst) {
   constexpr size_t kAccumulatorBytes = 128 * 1024;
   const size_t es = elemSize, chunk = std::max<size_t>(64, kAccumulatorBytes / es);
   thread_local std::vector<char> acc;
@@ -21,13 +21,13 @@ void reduceInRankOrder(const kernels::ReduceOp* ops, const char* const* terms, i
     }
     int k = 0;
     if (!ops[0].preMul) {  // the first two terms combine in one pass
-      kernels::reduce(ops[0], n == 2 ? out : acc.data(), nullptr, terms[0] + at, terms[1] + at,
-                      len, n == 2 ? last : pre);
+      kernels::reduce(ops[0], n == 2 ? out : acc.data(), nullptr, terms[0] + at, terms[1] + at, len,
+                      n == 2 ? last : pre);
       k = 2;
     }
     for (; k < n; k++)  // term k with rank k's own PreMulSum scalar
-      kernels::reduce(ops[k], k == n - 1 ? out : acc.data(), nullptr,
-                      k == 0 ? nullptr : acc.data(), terms[k] + at, len, k == n - 1 ? last : pre);
+      kernels::reduce(ops[k], k == n - 1 ? out : acc.data(), nullptr, k == 0 ? nullptr : acc.data(),
+                      terms[k] + at, len, k == n - 1 ? last : pre);
   }
 }
 

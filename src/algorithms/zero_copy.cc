@@ -13,6 +13,7 @@ namespace {
 
 struct Descriptors {
   BufferDescriptor send, recv;
+  BufferDescriptor work;          ///< rank 0's SharedWork (others: unregistered)
   unsigned char preMulScalar[8];  ///< PreMulSum scales each rank's term by that rank's scalar
   uint32_t hasRecv;
   uint32_t reserved;
@@ -42,6 +43,17 @@ ncclResult_t awaitAll(Context& ctx, const CollArgs& args, size_t bytes, Descript
   return ncclSuccess;
 }
 
+// Rank 0's SharedWork, allocated and registered with the communicator the first time; nullptr
+// where shared memory is not to be had (the allreduce then runs without it).
+const void* sharedWorkOf(Context& ctx) {
+  OwnedSharedMemory& memory = ctx.ops.sharedWork;
+  if (!memory.get()) {
+    if (memory.allocate(sizeof(SharedWork)) != ncclSuccess) return nullptr;
+    ctx.registrations.add(memory.get(), sizeof(SharedWork), false, 0);
+  }
+  return memory.get();
+}
+
 }  // namespace
 
 bool zeroCopyCandidate(const Context& ctx, size_t bytes) {
@@ -60,6 +72,9 @@ ncclResult_t zeroCopyExchange(Context& ctx, const CollArgs& args, size_t sendByt
   all[me].hasRecv = recvBytes > 0;
   if (recvBytes) all[me].recv = ctx.registrations.describe(args.recvbuff, recvBytes);
   memcpy(all[me].preMulScalar, args.op.scalar, sizeof(all[me].preMulScalar));
+  if (me == 0 && args.coll == CollType::kAllReduce && ctx.config.zeroCopyShared)
+    if (const void* work = sharedWorkOf(ctx))
+      all[me].work = ctx.registrations.describe(work, sizeof(SharedWork));
   BRAID_TRY(signalAll(ctx, args, &all[me], sizeof(Descriptors)));
   BRAID_TRY(awaitAll(ctx, args, sizeof(Descriptors), all.data()));
   bool oneProcess = true, registered = true, mappable = true;
@@ -76,6 +91,11 @@ ncclResult_t zeroCopyExchange(Context& ctx, const CollArgs& args, size_t sendByt
     ctx.ops.zeroCopyQuiet = kZeroCopyQuietCalls;
     return ncclSuccess;
   }
+  // Every rank decides from rank 0's descriptor alone, so all use SharedWork or none does. The
+  // others map it through its memfd even in rank 0's own process: a rank may still be reading
+  // `done` when rank 0 returns from the last call and destroys the communicator, and its own
+  // mapping outlives rank 0's.
+  const bool shareWork = all[0].work.registered && all[0].work.fd >= 0;
   view->send.assign(n, nullptr);
   view->recv.assign(n, nullptr);
   view->ops.assign(n, args.op);
@@ -87,9 +107,16 @@ ncclResult_t zeroCopyExchange(Context& ctx, const CollArgs& args, size_t sendByt
       continue;
     }
     BRAID_TRY(ctx.registrations.resolve(k, all[k].send, sendBytes, oneProcess, &view->send[k]));
+    if (k == 0 && shareWork) {
+      const char* work;
+      BRAID_TRY(ctx.registrations.resolve(0, all[0].work, sizeof(SharedWork), false, &work));
+      view->work = reinterpret_cast<SharedWork*>(const_cast<char*>(work));
+    }
     if (recvBytes)
       BRAID_TRY(ctx.registrations.resolve(k, all[k].recv, recvBytes, oneProcess, &view->recv[k]));
   }
+  if (me == 0 && shareWork)
+    view->work = static_cast<SharedWork*>(const_cast<void*>(sharedWorkOf(ctx)));
   ctx.ops.zeroCopyRuns++;
   return ncclSuccess;
 }

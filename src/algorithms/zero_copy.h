@@ -6,17 +6,41 @@
 // all run the FIFO algorithm the selector would otherwise have chosen.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <vector>
 
 #include "algorithms/algorithm.h"
 
 namespace braid {
 
+/// Words every rank of a communicator reads and writes, in rank 0's shared memory: the
+/// zero-copy allreduce hands out its chunks with them (allreduce_zerocopy.cc). Both counters
+/// only grow, over all calls; a call's chunks are [OpCounters::sharedChunks, + its count).
+struct SharedWork {
+  alignas(64) std::atomic<uint64_t> claimed;  ///< chunks handed out
+  /// Chunks finished plus ranks that finished mapping their peers' buffers (each call adds its
+  /// chunks and n): mod 2^32, a futex word.
+  alignas(64) std::atomic<uint32_t> done;
+  std::atomic<uint32_t> sleepers;  ///< ranks asleep on `done`
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "SharedWork is shared by processes");
+
+/// The zero-copy allreduce shares its chunks out (SharedWork) from this size up, and runs the
+/// static schedule below it: measured beside a busy co-runner on 2 cores (all_reduce_perf -R 1,
+/// BRAID_ZERO_COPY_SHARED=1 vs 0), sharing won at 25 and 64 MiB at 2 and 4 ranks, idle and busy,
+/// and at 16 MiB but for 2 busy ranks (even), and lost at 4 MiB beside the busy co-runner.
+constexpr size_t kZeroCopySharedMinBytes = 16 << 20;
+/// The chunk a rank claims at a time: a reduced chunk is copied to the peers while it is in L2.
+constexpr size_t kZeroCopyChunkBytes = 256 * 1024;
+
 /// Where every rank's buffers are, in this process (index: rank; this rank's own included).
 struct ZeroCopyView {
   bool usable = false;  ///< every rank registered both buffers, and every rank can map them
   std::vector<const char*> send, recv;
   std::vector<kernels::ReduceOp> ops;  ///< args.op with each rank's own PreMulSum scalar
+  /// Rank 0's SharedWork, mapped here (nullptr where rank 0 could not share it).
+  SharedWork* work = nullptr;
 };
 
 /// True for a call a zero-copy algorithm may take: more than one rank, every peer on this host

@@ -18,6 +18,7 @@ ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
   c.slotBytes = static_cast<size_t>(envInt("BRAID_SLOT_BYTES", 512 * 1024));
   c.zeroCopyMinBytes =
       static_cast<size_t>(std::max<int64_t>(1, envInt("BRAID_ZERO_COPY_MIN_BYTES", 1 << 20)));
+  c.zeroCopyShared = envInt("BRAID_ZERO_COPY_SHARED", 1) != 0;
   c.tcpSockets = static_cast<int>(envInt("BRAID_TCP_SOCKETS", envInt("NCCL_NSOCKS_PERTHREAD", 2)));
   c.tcpBufferBytes = static_cast<int>(envInt("BRAID_TCP_BUFFER", 4 << 20));
   c.adaptCalls = static_cast<uint32_t>(

@@ -19,6 +19,9 @@ struct CommConfig {
   size_t slotBytes = 512 * 1024;  ///< BRAID_SLOT_BYTES: FIFO slot size
   /// BRAID_ZERO_COPY_MIN_BYTES: smallest allreduce that tries registered buffers in place
   size_t zeroCopyMinBytes = 1 << 20;
+  /// BRAID_ZERO_COPY_SHARED=0: the zero-copy allreduce runs its static schedule (one block per
+  /// rank, two barriers) instead of sharing chunks out; rank 0's setting decides for all
+  bool zeroCopyShared = true;
   int tcpSockets = 2;                   ///< BRAID_TCP_SOCKETS (NCCL_NSOCKS_PERTHREAD also honoured)
   int tcpBufferBytes = 4 << 20;         ///< BRAID_TCP_BUFFER: SO_SNDBUF/SO_RCVBUF
   std::string algo;                     ///< NCCL_ALGO

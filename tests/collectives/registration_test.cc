@@ -1,9 +1,11 @@
 // Registration across ranks: window registration agrees on its arguments (a wrong size or a
 // refused argument on one rank fails every rank, naming it, without a hang), and zero-copy
 // AllReduce stays exact when a rank frees its memory and allocates again (the peers' cached
-// mappings must follow the new allocation).
+// mappings must follow the new allocation), and when its chunks are shared out over many calls
+// of odd sizes, in place and not, between other zero-copy collectives.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -167,6 +169,84 @@ void quietAfterUnregisteredCalls(RankContext& ctx) {
   ncclMemFree(send);
   ncclMemFree(recv);
   ncclCommDestroy(comm);
+}
+
+// The zero-copy allreduce hands out chunks of 256 KiB through counters that grow over all its
+// calls (allreduce_zerocopy.cc): sizes around the sharing threshold and the chunk size, in place
+// and out of place, with a zero-copy AllGather between them (which must not move the counters),
+// every element against the exact sum; then the counters must account for every chunk.
+void sharedChunksOverManyCalls(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  if (!comm) return;
+  const int n = ctx.nranks(), me = ctx.rank();
+  const size_t chunk = braid::kZeroCopyChunkBytes / sizeof(int32_t);
+  const size_t shared = braid::kZeroCopySharedMinBytes / sizeof(int32_t);
+  // Below the sharing threshold (the static schedule), at it, and above it by odd amounts.
+  const size_t counts[] = {1000003, shared - 1, shared, shared + 1, shared + 3 * chunk + 7};
+  const size_t most = std::max<size_t>(1000003 * n, shared + 3 * chunk + 7);
+  int32_t *send = nullptr, *recv = nullptr;
+  void *hs = nullptr, *hr = nullptr;
+  if (ncclMemAlloc(reinterpret_cast<void**>(&send), most * 4) != ncclSuccess ||
+      ncclMemAlloc(reinterpret_cast<void**>(&recv), most * 4) != ncclSuccess ||
+      ncclCommRegister(comm, send, most * 4, &hs) != ncclSuccess ||
+      ncclCommRegister(comm, recv, most * 4, &hr) != ncclSuccess)
+    return ctx.fail(std::string("ncclMemAlloc/ncclCommRegister: ") + ncclGetLastError(comm));
+  uint64_t chunks = 0;
+  int call = 0;
+  for (int round = 0; round < 2; round++) {
+    for (size_t count : counts) {
+      const bool inPlace = (call % 2) == 1;
+      int32_t* out = inPlace ? send : recv;
+      for (size_t i = 0; i < count; i++)
+        send[i] = static_cast<int32_t>((me + 1) * (i % 1009) + call);
+      if (!inPlace)
+        for (size_t i = 0; i < count; i++) recv[i] = -7;
+      if (ncclAllReduce(send, out, count, ncclInt32, ncclSum, comm, nullptr) != ncclSuccess)
+        return ctx.fail("allreduce of " + std::to_string(count) + ": " + ncclGetLastError(comm));
+      for (size_t i = 0; i < count; i++) {
+        const int64_t want = static_cast<int64_t>(n) * (n + 1) / 2 * (i % 1009) + n * call;
+        if (out[i] != want)
+          return ctx.fail("call " + std::to_string(call) + " (" + std::to_string(count) +
+                          (inPlace ? ", in place" : "") + ") element " + std::to_string(i) +
+                          " is " + std::to_string(out[i]) + ", expected " + std::to_string(want));
+      }
+      if (count * sizeof(int32_t) >= braid::kZeroCopySharedMinBytes)
+        chunks += (count + chunk - 1) / chunk;
+      call++;
+      // AllGather of 1000003 elements per rank: zero-copy too, without the chunk counters.
+      for (size_t i = 0; i < 1000003; i++) send[i] = static_cast<int32_t>(me * 7 + i);
+      if (ncclAllGather(send, recv, 1000003, ncclInt32, comm, nullptr) != ncclSuccess)
+        return ctx.fail(std::string("allgather: ") + ncclGetLastError(comm));
+      for (int r = 0; r < n; r++)
+        for (size_t i = 0; i < 1000003; i++)
+          if (recv[r * 1000003 + i] != static_cast<int32_t>(r * 7 + i))
+            return ctx.fail("allgather: rank " + std::to_string(r) + "'s element " +
+                            std::to_string(i) + " is " + std::to_string(recv[r * 1000003 + i]));
+    }
+  }
+  if (comm->ops.sharedChunks != chunks)
+    ctx.fail("the calls handed out " + std::to_string(comm->ops.sharedChunks) +
+             " chunks, expected " + std::to_string(chunks));
+  if (comm->ops.zeroCopyRuns < static_cast<uint64_t>(call))
+    ctx.fail(std::to_string(comm->ops.zeroCopyRuns) + " zero-copy runs in " + std::to_string(call) +
+             " allreduce calls");
+  ncclCommDeregister(comm, hs);
+  ncclCommDeregister(comm, hr);
+  ncclMemFree(send);
+  ncclMemFree(recv);
+  ncclCommDestroy(comm);
+}
+
+TEST(ZeroCopy, SharedChunksOverManyCallsThreads) {
+  BRAID_EXPECT_ALL_RANKS_OK(braid::test::runThreads(3, sharedChunksOverManyCalls));
+}
+
+TEST(ZeroCopy, SharedChunksOverManyCallsFiveThreads) {
+  BRAID_EXPECT_ALL_RANKS_OK(braid::test::runThreads(5, sharedChunksOverManyCalls));
+}
+
+TEST(ZeroCopy, SharedChunksOverManyCallsProcesses) {
+  BRAID_EXPECT_ALL_RANKS_OK(braid::test::runProcesses(3, sharedChunksOverManyCalls));
 }
 
 TEST(ZeroCopy, UnregisteredCallsSkipTheRoundForAWhileThreads) {
