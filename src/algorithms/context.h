@@ -4,12 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/buffer_registration.h"
 #include "core/config.h"
 #include "core/flight_recorder.h"
-#include "core/shared_memory.h"
 #include "core/team.h"
 
 namespace braid {
@@ -28,8 +28,9 @@ struct OpCounters {
   /// found a buffer unregistered (zero_copy.h). Every rank counts the same calls alike.
   uint32_t zeroCopyQuiet = 0;
   /// Rank 0's shared work words of the zero-copy allreduce (zero_copy.h, SharedWork): allocated
-  /// by rank 0 at its first descriptor round, mapped by the others.
-  OwnedSharedMemory sharedWork;
+  /// by rank 0 at its first descriptor round and held by the ranks of its process too (ranks in
+  /// other processes map it); freed when the last of them goes.
+  std::shared_ptr<void> sharedWork;
   /// Chunks the zero-copy allreduce has handed out so far over all its calls: where the next
   /// call's chunks start in SharedWork's counters (the same on every rank).
   uint64_t sharedChunks = 0;

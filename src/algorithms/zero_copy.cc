@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "algorithms/primitives.h"
 #include "algorithms/rank_order.h"
+#include "core/shared_memory.h"
 #include "util/log.h"
 #include "util/status.h"
 
@@ -43,15 +47,50 @@ ncclResult_t awaitAll(Context& ctx, const CollArgs& args, size_t bytes, Descript
   return ncclSuccess;
 }
 
+// Rank 0's SharedWork allocations in this process, by address. Ranks in rank 0's process hold
+// the allocation (a thread rank may still read `done` after rank 0 returned from the last call
+// and destroyed its communicator) and use it at rank 0's address rather than a mapping of their
+// own, so that tools which follow atomics by address (ThreadSanitizer) see the counters order
+// the chunks' writes.
+std::mutex sharedWorkMutex;
+std::map<uintptr_t, std::weak_ptr<void>> sharedWorkByAddress;
+
+void freeSharedWork(void* p) {
+  {
+    std::lock_guard<std::mutex> lock(sharedWorkMutex);
+    sharedWorkByAddress.erase(reinterpret_cast<uintptr_t>(p));
+  }
+  (void)sharedFree(p);
+}
+
 // Rank 0's SharedWork, allocated and registered with the communicator the first time; nullptr
 // where shared memory is not to be had (the allreduce then runs without it).
 const void* sharedWorkOf(Context& ctx) {
-  OwnedSharedMemory& memory = ctx.ops.sharedWork;
-  if (!memory.get()) {
-    if (memory.allocate(sizeof(SharedWork)) != ncclSuccess) return nullptr;
-    ctx.registrations.add(memory.get(), sizeof(SharedWork), false, 0);
+  if (!ctx.ops.sharedWork) {
+    void* p = nullptr;
+    if (sharedAlloc(sizeof(SharedWork), &p) != ncclSuccess) return nullptr;
+    std::shared_ptr<void> owned(p, freeSharedWork);
+    {
+      std::lock_guard<std::mutex> lock(sharedWorkMutex);
+      sharedWorkByAddress[reinterpret_cast<uintptr_t>(p)] = owned;
+    }
+    ctx.registrations.add(p, sizeof(SharedWork), false, 0);
+    ctx.ops.sharedWork = std::move(owned);
   }
-  return memory.get();
+  return ctx.ops.sharedWork.get();
+}
+
+// Rank 0's SharedWork, for a rank of rank 0's own process.
+ncclResult_t holdSharedWork(Context& ctx, uint64_t address, SharedWork** out) {
+  std::lock_guard<std::mutex> lock(sharedWorkMutex);
+  auto it = sharedWorkByAddress.find(address);
+  std::shared_ptr<void> held = it == sharedWorkByAddress.end() ? nullptr : it->second.lock();
+  if (!held)
+    return fail(ncclInternalError, "rank 0's shared work words at 0x%llx are gone",
+                static_cast<unsigned long long>(address));
+  ctx.ops.sharedWork = held;
+  *out = static_cast<SharedWork*>(held.get());
+  return ncclSuccess;
 }
 
 }  // namespace
@@ -91,10 +130,8 @@ ncclResult_t zeroCopyExchange(Context& ctx, const CollArgs& args, size_t sendByt
     ctx.ops.zeroCopyQuiet = kZeroCopyQuietCalls;
     return ncclSuccess;
   }
-  // Every rank decides from rank 0's descriptor alone, so all use SharedWork or none does. The
-  // others map it through its memfd even in rank 0's own process: a rank may still be reading
-  // `done` when rank 0 returns from the last call and destroys the communicator, and its own
-  // mapping outlives rank 0's.
+  // Every rank decides from rank 0's descriptor alone, so all use SharedWork or none does. Ranks
+  // of other processes map it through its memfd; those of rank 0's process hold it.
   const bool shareWork = all[0].work.registered && all[0].work.fd >= 0;
   view->send.assign(n, nullptr);
   view->recv.assign(n, nullptr);
@@ -108,9 +145,13 @@ ncclResult_t zeroCopyExchange(Context& ctx, const CollArgs& args, size_t sendByt
     }
     BRAID_TRY(ctx.registrations.resolve(k, all[k].send, sendBytes, oneProcess, &view->send[k]));
     if (k == 0 && shareWork) {
-      const char* work;
-      BRAID_TRY(ctx.registrations.resolve(0, all[0].work, sizeof(SharedWork), false, &work));
-      view->work = reinterpret_cast<SharedWork*>(const_cast<char*>(work));
+      if (ctx.team.peers[0].processHash == ctx.team.peers[me].processHash) {
+        BRAID_TRY(holdSharedWork(ctx, all[0].work.address, &view->work));
+      } else {
+        const char* work;
+        BRAID_TRY(ctx.registrations.resolve(0, all[0].work, sizeof(SharedWork), false, &work));
+        view->work = reinterpret_cast<SharedWork*>(const_cast<char*>(work));
+      }
     }
     if (recvBytes)
       BRAID_TRY(ctx.registrations.resolve(k, all[k].recv, recvBytes, oneProcess, &view->recv[k]));

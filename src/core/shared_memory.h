@@ -25,21 +25,4 @@ ncclResult_t sharedFree(void* ptr);
 /// The allocation holding all of [ptr, ptr + bytes), if ncclMemAlloc made one.
 std::optional<SharedSegment> findSharedSegment(const void* ptr, size_t bytes);
 
-/// A sharedAlloc allocation that its owner frees when it goes.
-class OwnedSharedMemory {
- public:
-  OwnedSharedMemory() = default;
-  OwnedSharedMemory(const OwnedSharedMemory&) = delete;
-  OwnedSharedMemory& operator=(const OwnedSharedMemory&) = delete;
-  ~OwnedSharedMemory() {
-    if (ptr_) (void)sharedFree(ptr_);
-  }
-  /// Allocates `bytes` (zero-filled) unless it holds an allocation already.
-  ncclResult_t allocate(size_t bytes) { return ptr_ ? ncclSuccess : sharedAlloc(bytes, &ptr_); }
-  void* get() const { return ptr_; }
-
- private:
-  void* ptr_ = nullptr;
-};
-
 }  // namespace braid
