@@ -52,13 +52,21 @@ ncclResult_t awaitAll(Context& ctx, const CollArgs& args, size_t bytes, Descript
 // and destroyed its communicator) and use it at rank 0's address rather than a mapping of their
 // own, so that tools which follow atomics by address (ThreadSanitizer) see the counters order
 // the chunks' writes.
-std::mutex sharedWorkMutex;
-std::map<uintptr_t, std::weak_ptr<void>> sharedWorkByAddress;
+// Never destroyed: a communicator may be destroyed during exit, after static destructors ran.
+struct SharedWorkTable {
+  std::mutex mutex;
+  std::map<uintptr_t, std::weak_ptr<void>> byAddress;
+};
+SharedWorkTable& sharedWorkTable() {
+  static auto* table = new SharedWorkTable();
+  return *table;
+}
 
 void freeSharedWork(void* p) {
   {
-    std::lock_guard<std::mutex> lock(sharedWorkMutex);
-    sharedWorkByAddress.erase(reinterpret_cast<uintptr_t>(p));
+    SharedWorkTable& t = sharedWorkTable();
+    std::lock_guard<std::mutex> lock(t.mutex);
+    t.byAddress.erase(reinterpret_cast<uintptr_t>(p));
   }
   (void)sharedFree(p);
 }
@@ -71,8 +79,9 @@ const void* sharedWorkOf(Context& ctx) {
     if (sharedAlloc(sizeof(SharedWork), &p) != ncclSuccess) return nullptr;
     std::shared_ptr<void> owned(p, freeSharedWork);
     {
-      std::lock_guard<std::mutex> lock(sharedWorkMutex);
-      sharedWorkByAddress[reinterpret_cast<uintptr_t>(p)] = owned;
+      SharedWorkTable& t = sharedWorkTable();
+      std::lock_guard<std::mutex> lock(t.mutex);
+      t.byAddress[reinterpret_cast<uintptr_t>(p)] = owned;
     }
     ctx.registrations.add(p, sizeof(SharedWork), false, 0);
     ctx.ops.sharedWork = std::move(owned);
@@ -82,9 +91,10 @@ const void* sharedWorkOf(Context& ctx) {
 
 // Rank 0's SharedWork, for a rank of rank 0's own process.
 ncclResult_t holdSharedWork(Context& ctx, uint64_t address, SharedWork** out) {
-  std::lock_guard<std::mutex> lock(sharedWorkMutex);
-  auto it = sharedWorkByAddress.find(address);
-  std::shared_ptr<void> held = it == sharedWorkByAddress.end() ? nullptr : it->second.lock();
+  SharedWorkTable& t = sharedWorkTable();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  auto it = t.byAddress.find(address);
+  std::shared_ptr<void> held = it == t.byAddress.end() ? nullptr : it->second.lock();
   if (!held)
     return fail(ncclInternalError, "rank 0's shared work words at 0x%llx are gone",
                 static_cast<unsigned long long>(address));
