@@ -11,18 +11,16 @@
 // than cores) holds up nobody, since whoever runs takes its share; and nobody waits for a peer
 // after the exchange except for chunks a peer has claimed and is still finishing, and for peers
 // still mapping the buffers (done before they claim anything). Nor does the call end with a
-// barrier: once every chunk is done no rank touches another's buffers. Each
-// element is read once from every rank and written once to every rank: per call n reads and n
-// writes of the message in all, against 2n reads and n writes for reduce-your-block then
-// copy-the-others.
+// barrier: once every chunk is done no rank touches another's buffers. Each element is read once
+// from every rank and written once to every rank: per call n reads and n writes of the message in
+// all, against 2n reads and n writes for reduce-your-block then copy-the-others.
 //
 // In place is safe: a chunk is claimed by one rank, which reads every rank's input of it before
 // writing any output of it (rank_order.h writes its destination in the last pass only).
 //
 // Below kZeroCopySharedMinBytes, and where rank 0 could not share its SharedWork (no memfd), the
-// call runs the static schedule:
-// rank j reduces block j into its receive buffer, a barrier, every rank copies the other blocks
-// from their owners, a barrier.
+// call runs the static schedule: rank j reduces block j into its receive buffer, a barrier, every
+// rank copies the other blocks from their owners, a barrier.
 #include <algorithm>
 
 #include "algorithms/algorithm_registry.h"

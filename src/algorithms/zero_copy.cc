@@ -89,8 +89,12 @@ const void* sharedWorkOf(Context& ctx) {
   return ctx.ops.sharedWork.get();
 }
 
-// Rank 0's SharedWork, for a rank of rank 0's own process.
+// Rank 0's SharedWork, for a rank of rank 0's own process (looked up once, then held).
 ncclResult_t holdSharedWork(Context& ctx, uint64_t address, SharedWork** out) {
+  if (ctx.ops.sharedWork && reinterpret_cast<uintptr_t>(ctx.ops.sharedWork.get()) == address) {
+    *out = static_cast<SharedWork*>(ctx.ops.sharedWork.get());
+    return ncclSuccess;
+  }
   SharedWorkTable& t = sharedWorkTable();
   std::lock_guard<std::mutex> lock(t.mutex);
   auto it = t.byAddress.find(address);
