@@ -151,6 +151,7 @@ class Timed:
             self.ddp.register_comm_hook(None, counted)
         self.opt = torch.optim.SGD(self.ddp.parameters(), lr=1e-3)
         self.wall, self.cpu, self.buckets = {}, {}, 0
+        self.bounds = {}  # batch -> [start, end, ...] on the host's clock (shared by the ranks)
 
     def step(self, x, y, timed):
         """One step on batch x (labels y); its times go under len(x)."""
@@ -158,15 +159,18 @@ class Timed:
         calls = self.hook_calls
         cpu = resource.getrusage(resource.RUSAGE_SELF)
         start = time.perf_counter()
+        start_clock = time.time()
         loss = nn.functional.cross_entropy(self.ddp(x), y)
         loss.backward()
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
         wall = time.perf_counter() - start
+        end_clock = time.time()
         end = resource.getrusage(resource.RUSAGE_SELF)
         self.buckets = self.hook_calls - calls
         if timed:
             self.wall.setdefault(len(x), []).append(wall * 1e3)
+            self.bounds.setdefault(len(x), []).extend((start_clock, end_clock))
             # The whole process: the communication threads' CPU counts too.
             self.cpu.setdefault(len(x), []).append(
                 (end.ru_utime + end.ru_stime - cpu.ru_utime - cpu.ru_stime) * 1e3)
@@ -212,11 +216,19 @@ def train(args, rank, world, how, hook):
         n = len(sync.wall[b])
         wall = gathered(sync.wall[b] + noop.wall[b], world).max(dim=0).values.tolist()
         cpu = gathered(sync.cpu[b] + noop.cpu[b], world).mean(dim=0).tolist()
+        # Where the ranks' steps began and ended: how far apart the barrier let them go, and
+        # the step as the span from the last rank's start to the last rank's end.
+        bounds = gathered(sync.bounds[b] + noop.bounds[b], world)
+        starts, ends = bounds[:, 0::2], bounds[:, 1::2]
+        spread = ((starts.max(dim=0).values - starts.min(dim=0).values) * 1e3).tolist()
+        span = ((ends.max(dim=0).values - starts.max(dim=0).values) * 1e3).tolist()
         shapes.append({"batch": b, "step_ms": wall[:n], "noop_step_ms": wall[n:],
                        "step_median_ms": statistics.median(wall[:n]),
                        "noop_median_ms": statistics.median(wall[n:]),
                        "cpu_ms": statistics.median(cpu[:n]),
-                       "noop_cpu_ms": statistics.median(cpu[n:])})
+                       "noop_cpu_ms": statistics.median(cpu[n:]),
+                       "start_spread_ms": spread[:n], "noop_start_spread_ms": spread[n:],
+                       "span_ms": span[:n], "noop_span_ms": span[n:]})
     drift = replica_drift(sync.ddp.module)
     # Equal (to rounding) across backends: they all trained the same model on the same data.
     checksum = sum(p.double().sum().item() for p in sync.ddp.parameters())
