@@ -142,6 +142,8 @@ class FifoSender {
   ncclResult_t waitReleased(const WaitPolicy& policy);
   /// Slots posted so far.
   uint32_t posted() const { return head_; }
+  /// Payload bytes posted so far: the traffic this connection carried (braidCommGetTraffic).
+  uint64_t bytesPosted() const { return bytesPosted_.load(std::memory_order_relaxed); }
   FifoControl* control() const { return ctrl_; }
   MailboxSender& mailbox() { return mailbox_; }
   /// Publishes the sender's current operation (a fingerprint) for the receiver, and wakes whoever
@@ -150,6 +152,9 @@ class FifoSender {
 
  private:
   void postDescriptor(const SlotInfo& info) {
+    // Only the owning thread writes it; another may read it between operations.
+    bytesPosted_.store(bytesPosted_.load(std::memory_order_relaxed) + info.bytes,
+                       std::memory_order_relaxed);
     ctrl_->info[head_ % nslots_] = info;
     head_++;
     ctrl_->senderCpu.store(currentCpu(), std::memory_order_relaxed);
@@ -163,6 +168,7 @@ class FifoSender {
   size_t slotBytes_ = 0;
   char* deviceData_ = nullptr;
   uint32_t head_ = 0;
+  std::atomic<uint64_t> bytesPosted_{0};
   bool acceptsLent_ = false;
   LivenessCheck* peer_ = nullptr;
   MailboxSender mailbox_;

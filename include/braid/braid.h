@@ -2,6 +2,8 @@
 #ifndef BRAID_BRAID_H_
 #define BRAID_BRAID_H_
 
+#include <stdint.h>
+
 #include "nccl.h"
 
 #ifdef __cplusplus
@@ -67,6 +69,19 @@ ncclResult_t braidCommDumpFlightRecorder(ncclComm_t comm);
 /// For a collective queued on a stream or a non-blocking communicator, the name is set when it
 /// starts to run.
 ncclResult_t braidCommLastAlgorithm(ncclComm_t comm, char* name, size_t nameBytes);
+
+/* Traffic (docs/scale.md): what this rank's schedules sent through its connections, by where the
+ * receiving rank runs. Ranks count as on other hosts when their host identity differs (hostname,
+ * boot id, network namespace; NCCL_HOSTID overrides it). */
+typedef struct {
+  uint64_t bytesToOtherHosts; /* payload sent to ranks on other hosts */
+  uint64_t bytesWithinHost;   /* payload sent to ranks on this host through connections (in-place
+                                 reads of a peer's registered memory are not counted) */
+} braidTraffic_t;
+
+/// The payload `comm` has sent since it was created (counted as it is handed to a connection).
+/// Call it between operations, not while another thread has a call in progress on `comm`.
+ncclResult_t braidCommGetTraffic(ncclComm_t comm, braidTraffic_t* traffic);
 
 #ifdef __cplusplus
 }  // extern "C"

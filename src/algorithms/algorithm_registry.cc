@@ -22,6 +22,7 @@ const Table& table() {
     add(CollType::kAllReduce, rabenseifnerAllReduce());
     add(CollType::kAllReduce, zeroCopyAllReduce());
     add(CollType::kAllReduce, lowLatencyAllReduce());
+    add(CollType::kAllReduce, hierarchicalAllReduce());
     add(CollType::kBroadcast, ringBroadcast());
     add(CollType::kBroadcast, treeBroadcast());
     add(CollType::kReduce, ringReduce());

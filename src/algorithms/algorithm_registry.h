@@ -14,6 +14,7 @@ const Algorithm* ringAllReduce();
 const Algorithm* treeAllReduce();
 const Algorithm* directAllReduce();
 const Algorithm* lowLatencyAllReduce();
+const Algorithm* hierarchicalAllReduce();
 const Algorithm* twoShotAllReduce();
 const Algorithm* rabenseifnerAllReduce();
 const Algorithm* zeroCopyAllReduce();

@@ -7,7 +7,7 @@
 
 #include "algorithms/algorithm_registry.h"
 #include "algorithms/primitives.h"
-#include "patterns/ring.h"
+#include "algorithms/ring_allreduce.h"
 
 namespace braid {
 namespace {
@@ -63,52 +63,55 @@ class RingAllReduce : public Algorithm {
   }
 
   ncclResult_t run(const CollArgs& args, Context& ctx) const override {
-    patterns::Ring ring{ctx.rank(), ctx.nranks()};
-    const int n = ctx.nranks();
-    int prev = ring.prev(), next = ring.next();
-    Primitives prims(ctx, args, std::span<const int>(&prev, 1), std::span<const int>(&next, 1));
-    const size_t count = args.count;
-    const RingLayout layout{count, prims.maxElems(), std::max<size_t>(1, 64 / args.elemSize), n};
-    auto* in = static_cast<const char*>(args.sendbuff);
-    auto* out = static_cast<char*>(args.recvbuff);
-    const size_t es = args.elemSize;
-    // Final values are never written again, and out of place neither is the input: both can be
-    // sent from where they are, and final chunks can land in the output. In place, the output
-    // chunks the allgather receives are the input chunks the reduce-scatter sent or read; the
-    // ring's data dependencies order the two, but only through the network, where no
-    // happens-before edge is visible to the threads (or ThreadSanitizer), so in place the
-    // input goes through the slots and nothing lands.
-    const auto first = reinterpret_cast<uintptr_t>(in), last = reinterpret_cast<uintptr_t>(out);
-    const bool inPlace = first < last + count * es && last < first + count * es;
-    prims.lendBuffers(/*input=*/!inPlace);
-    // (Primitives keeps a pointer to the plan but never reads it once run() returns.)
-    const RingLanding landing(layout, ring, out, es);
-    if (!inPlace) prims.landReceives(landing);
-
-    for (size_t base = 0; base < count; base += static_cast<size_t>(n) * layout.chunkMax) {
-      const size_t chunk = layout.chunkFor(base);
-      size_t off, len;
-      auto range = [&](int step) { layout.range(base, chunk, ring.chunkAt(step), &off, &len); };
-      range(1);
-      BRAID_TRY(prims.send(in + off * es, len));
-      for (int step = 2; step < n; step++) {
-        range(step);
-        BRAID_TRY(prims.recvReduceSend(in + off * es, len));
-      }
-      range(0);
-      BRAID_TRY(prims.recvReduceCopySend(in + off * es, out + off * es, len));
-      for (int step = 1; step < n - 1; step++) {
-        range(step);
-        BRAID_TRY(prims.recvCopySend(out + off * es, len));
-      }
-      range(n - 1);
-      BRAID_TRY(prims.recv(out + off * es, len));
-    }
-    return prims.finish();
+    const patterns::Ring ring = ctx.team.ring();
+    return ringAllReduceSchedule(ctx, args, ring, ctx.nranks(), ring.prev(), ring.next(),
+                                 static_cast<const char*>(args.sendbuff),
+                                 static_cast<char*>(args.recvbuff), args.count);
   }
 };
 
 }  // namespace
+
+ncclResult_t ringAllReduceSchedule(Context& ctx, const CollArgs& args, const patterns::Ring& ring,
+                                   int n, int prev, int next, const char* in, char* out,
+                                   size_t count) {
+  Primitives prims(ctx, args, std::span<const int>(&prev, 1), std::span<const int>(&next, 1));
+  const RingLayout layout{count, prims.maxElems(), std::max<size_t>(1, 64 / args.elemSize), n};
+  const size_t es = args.elemSize;
+  // Final values are never written again, and out of place neither is the input: both can be
+  // sent from where they are, and final chunks can land in the output. In place, the output
+  // chunks the allgather receives are the input chunks the reduce-scatter sent or read; the
+  // ring's data dependencies order the two, but only through the network, where no
+  // happens-before edge is visible to the threads (or ThreadSanitizer), so in place the
+  // input goes through the slots and nothing lands.
+  const auto first = reinterpret_cast<uintptr_t>(in), last = reinterpret_cast<uintptr_t>(out);
+  const bool inPlace = first < last + count * es && last < first + count * es;
+  prims.lendBuffers(/*input=*/!inPlace);
+  // (Primitives keeps a pointer to the plan but never reads it once this returns.)
+  const RingLanding landing(layout, ring, out, es);
+  if (!inPlace) prims.landReceives(landing);
+
+  for (size_t base = 0; base < count; base += static_cast<size_t>(n) * layout.chunkMax) {
+    const size_t chunk = layout.chunkFor(base);
+    size_t off, len;
+    auto range = [&](int step) { layout.range(base, chunk, ring.chunkAt(step), &off, &len); };
+    range(1);
+    BRAID_TRY(prims.send(in + off * es, len));
+    for (int step = 2; step < n; step++) {
+      range(step);
+      BRAID_TRY(prims.recvReduceSend(in + off * es, len));
+    }
+    range(0);
+    BRAID_TRY(prims.recvReduceCopySend(in + off * es, out + off * es, len));
+    for (int step = 1; step < n - 1; step++) {
+      range(step);
+      BRAID_TRY(prims.recvCopySend(out + off * es, len));
+    }
+    range(n - 1);
+    BRAID_TRY(prims.recv(out + off * es, len));
+  }
+  return prims.finish();
+}
 
 const Algorithm* ringAllReduce() {
   static RingAllReduce a;

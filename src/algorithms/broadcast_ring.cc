@@ -16,7 +16,7 @@ class RingBroadcast : public Algorithm {
     return args.coll == CollType::kBroadcast && ctx.nranks() > 1;
   }
   ncclResult_t run(const CollArgs& args, Context& ctx) const override {
-    patterns::Ring ring{ctx.rank(), ctx.nranks()};
+    const patterns::Ring ring = ctx.team.ring();
     int prev = ring.prev(), next = ring.next();
     const bool isRoot = ctx.rank() == args.root;
     const bool isLast = next == args.root;  // the end of the chain sends nothing on

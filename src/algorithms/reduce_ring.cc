@@ -17,7 +17,7 @@ class RingReduce : public Algorithm {
     return args.coll == CollType::kReduce && ctx.nranks() > 1;
   }
   ncclResult_t run(const CollArgs& args, Context& ctx) const override {
-    patterns::Ring ring{ctx.rank(), ctx.nranks()};
+    const patterns::Ring ring = ctx.team.ring();
     int prev = ring.prev(), next = ring.next();
     const bool isRoot = ctx.rank() == args.root;
     const bool isFirst = prev == args.root;  // the chain starts right after the root

@@ -18,7 +18,7 @@ class RingReduceScatter : public Algorithm {
     return args.coll == CollType::kReduceScatter && ctx.nranks() > 1;
   }
   ncclResult_t run(const CollArgs& args, Context& ctx) const override {
-    patterns::Ring ring{ctx.rank(), ctx.nranks()};
+    const patterns::Ring ring = ctx.team.ring();
     const int n = ctx.nranks();
     int prev = ring.prev(), next = ring.next();
     Primitives prims(ctx, args, std::span<const int>(&prev, 1), std::span<const int>(&next, 1));

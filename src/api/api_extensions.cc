@@ -95,3 +95,23 @@ extern "C" BRAID_EXPORT ncclResult_t braidCommLastAlgorithm(ncclComm_t comm, cha
     return ncclSuccess;
   });
 }
+
+extern "C" BRAID_EXPORT ncclResult_t braidCommGetTraffic(ncclComm_t comm, braidTraffic_t* traffic) {
+  return apiGuard("braidCommGetTraffic", [&] {
+    BRAID_TRY(checkComm(comm, false));
+    if (!traffic) return fail(ncclInvalidArgument, "traffic is NULL");
+    Team& team = comm->team;
+    braidTraffic_t counted{0, 0};
+    for (int peer = 0; peer < team.nranks; peer++) {
+      if (peer == team.rank || peer >= static_cast<int>(team.sendTo.size()) || !team.sendTo[peer])
+        continue;
+      const uint64_t bytes = team.sendTo[peer]->fifo().bytesPosted();
+      if (team.peers[peer].hostHash == team.peers[team.rank].hostHash)
+        counted.bytesWithinHost += bytes;
+      else
+        counted.bytesToOtherHosts += bytes;
+    }
+    *traffic = counted;
+    return ncclSuccess;
+  });
+}

@@ -45,7 +45,7 @@ int chooseSpin(const CommConfig& cfg, const std::vector<PeerInfo>& peers, int ra
 // only).
 std::vector<int> peersToConnect(const ncclComm* comm) {
   if (comm->config.connectNeighboursOnly)
-    return patterns::neighbourRanks(comm->rank(), comm->nranks());
+    return patterns::neighbourRanks(comm->rank(), comm->nranks(), comm->team.ringOrder);
   std::vector<int> all;
   for (int r = 0; r < comm->nranks(); r++)
     if (r != comm->rank()) all.push_back(r);
@@ -139,6 +139,7 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   // Cores as all of rank 0's host's ranks see them together: one pinned rank sees one core.
   tuner.cores = hostCores(team.peers, 0);
   team.policy.spinIters = chooseSpin(comm->config, team.peers, rank);
+  team.mapHosts(comm->config.ringByHost);
 
   UniqueIdFields f;
   memcpy(&f, id.internal, sizeof(f));

@@ -26,6 +26,11 @@ ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
   c.algo = envString("NCCL_ALGO", "");
   c.proto = envString("NCCL_PROTO", "");
   c.connectNeighboursOnly = envString("BRAID_CONNECT", "all") == "neighbours";
+  const std::string ringOrder = envString("BRAID_RING_ORDER", "host");
+  if (ringOrder != "host" && ringOrder != "rank")
+    return fail(ncclInvalidArgument, "BRAID_RING_ORDER=%s: must be host or rank",
+                ringOrder.c_str());
+  c.ringByHost = ringOrder == "host";
   std::string list = envString("BRAID_TRANSPORTS", "");
   std::stringstream ss(list);
   for (std::string t; std::getline(ss, t, ',');)

@@ -28,10 +28,13 @@ struct CommConfig {
   std::string proto;                    ///< NCCL_PROTO (Simple; LL is the LowLatency allreduce)
   std::vector<std::string> transports;  ///< allowed transports, empty = all
   bool connectNeighboursOnly = false;   ///< BRAID_CONNECT=neighbours: ring/tree peers only
-  int blocking = 1;                     ///< ncclConfig_t.blocking
-  std::string commName;                 ///< ncclConfig_t.commName
-  size_t flightRecorderSize = 64;       ///< BRAID_FLIGHT_RECORDER_SIZE: operations kept (0: off)
-  bool sigusr1Dump = false;  ///< BRAID_SIGUSR1_DUMP=1: SIGUSR1 dumps every flight recorder
+  /// BRAID_RING_ORDER=host (default): rings visit each host's ranks one after another;
+  /// rank: rings follow rank numbers
+  bool ringByHost = true;
+  int blocking = 1;                ///< ncclConfig_t.blocking
+  std::string commName;            ///< ncclConfig_t.commName
+  size_t flightRecorderSize = 64;  ///< BRAID_FLIGHT_RECORDER_SIZE: operations kept (0: off)
+  bool sigusr1Dump = false;        ///< BRAID_SIGUSR1_DUMP=1: SIGUSR1 dumps every flight recorder
   /// BRAID_TUNER_ADAPT: calls per epoch of the adaptive choice (tuner/adaptive.h); 0: off
   uint32_t adaptCalls = 2048;
 };

@@ -1,5 +1,6 @@
 #include "core/team.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -13,6 +14,37 @@ bool Team::allPairsConnected() const {
   for (int p = 0; p < nranks; p++)
     if (p != rank && (!sendTo[p] || !recvFrom[p])) return false;
   return true;
+}
+
+void Team::mapHosts(bool ringByHost) {
+  std::vector<uint64_t> hostOf(peers.size());
+  for (size_t r = 0; r < peers.size(); r++) hostOf[r] = peers[r].hostHash;
+  // Hosts numbered in the order of their lowest rank.
+  std::vector<uint64_t> hostKeys;
+  std::vector<std::vector<int>> ranksOf;
+  for (int r = 0; r < nranks; r++) {
+    const size_t h = std::find(hostKeys.begin(), hostKeys.end(), hostOf[r]) - hostKeys.begin();
+    if (h == hostKeys.size()) hostKeys.push_back(hostOf[r]), ranksOf.emplace_back();
+    ranksOf[h].push_back(r);
+  }
+  hosts = Hosts{};
+  hosts.count = static_cast<int>(hostKeys.size());
+  hosts.index = static_cast<int>(std::find(hostKeys.begin(), hostKeys.end(), hostOf[rank]) -
+                                 hostKeys.begin());
+  hosts.local = ranksOf[hosts.index];
+  hosts.localIndex = static_cast<int>(std::find(hosts.local.begin(), hosts.local.end(), rank) -
+                                      hosts.local.begin());
+  hosts.ranksPerHost = static_cast<int>(hosts.local.size());
+  for (const std::vector<int>& on : ranksOf)
+    if (on.size() != hosts.local.size()) hosts.ranksPerHost = 0;
+  if (hosts.ranksPerHost > 0)
+    for (const std::vector<int>& on : ranksOf) hosts.counterparts.push_back(on[hosts.localIndex]);
+
+  ringOrder = ringByHost ? patterns::hostContiguousOrder(hostOf) : std::vector<int>{};
+  ringPosition = ringOrder.empty()
+                     ? rank
+                     : static_cast<int>(std::find(ringOrder.begin(), ringOrder.end(), rank) -
+                                        ringOrder.begin());
 }
 
 ncclResult_t Team::connect(const TransportContext& ctx, const std::vector<int>& peersToConnect) {

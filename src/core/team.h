@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/bootstrap.h"
+#include "patterns/ring.h"
 #include "transports/transport.h"
 #include "util/wait.h"
 
@@ -24,6 +25,21 @@ class Team {
   std::vector<std::unique_ptr<RecvConnection>> recvFrom;  ///< by peer rank
   std::unique_ptr<Bootstrap> bootstrap;
   WaitPolicy policy;
+  /// The ring the ring schedules follow, as position -> rank: every host's ranks one after
+  /// another (patterns::hostContiguousOrder); empty for rank order (one host, ranks numbered
+  /// host by host, or BRAID_RING_ORDER=rank). The same on every rank.
+  std::vector<int> ringOrder;
+  int ringPosition = -1;  ///< this rank's position in ringOrder (its rank when that is empty)
+  /// How the ranks sit on hosts (hosts in the order of their lowest rank), for the schedules
+  /// that treat the links within and between hosts apart (the hierarchical allreduce).
+  struct Hosts {
+    int count = 1;                  ///< hosts
+    int index = 0;                  ///< this rank's host
+    int ranksPerHost = 0;           ///< ranks on each host when all have as many, else 0
+    std::vector<int> local;         ///< the ranks on this rank's host, in rank order
+    int localIndex = 0;             ///< this rank's place in `local`
+    std::vector<int> counterparts;  ///< each host's rank at localIndex (when ranksPerHost > 0)
+  } hosts;
   /// Every peer connected over memory both ends map (shm or same-process): what algorithms that
   /// read a peer's memory in place need. Set once the connections are made.
   bool peersShareMemory = false;
@@ -35,6 +51,13 @@ class Team {
   /// BRAID_CONNECT=neighbours makes false): what algorithms that exchange with arbitrary peers
   /// need.
   bool allPairsConnected() const;
+  /// This rank's view of the ring that ring schedules follow.
+  patterns::Ring ring() const {
+    return patterns::Ring::atPosition(ringPosition, ringOrder, nranks);
+  }
+  /// Sets `hosts` from the peers, and ringOrder and ringPosition (rank order when `ringByHost`
+  /// is false).
+  void mapHosts(bool ringByHost);
 
   /// Connects this rank to each rank of `peersToConnect` in both directions, through the first
   /// registered transport that can (phase 1: receiving ends and their blobs; the bootstrap's

@@ -51,14 +51,27 @@ TreeNode doubleBinaryTree(int rank, int nranks, int which) {
   return out;
 }
 
-std::vector<int> neighbourRanks(int rank, int nranks) {
+TreeNode doubleBinaryTreeInOrder(std::span<const int> order, int position, int nranks, int which) {
+  TreeNode node = doubleBinaryTree(position, nranks, which);
+  if (order.empty()) return node;
+  auto rankAt = [&](int p) { return p < 0 ? -1 : order[p]; };
+  node.parent = rankAt(node.parent);
+  for (int& child : node.children) child = rankAt(child);
+  return node;
+}
+
+std::vector<int> neighbourRanks(int rank, int nranks, std::span<const int> ringOrder) {
   std::vector<int> out;
   if (nranks <= 1) return out;
-  Ring ring{rank, nranks};
+  const int position = ringOrder.empty()
+                           ? rank
+                           : static_cast<int>(std::find(ringOrder.begin(), ringOrder.end(), rank) -
+                                              ringOrder.begin());
+  Ring ring = Ring::atPosition(position, ringOrder, nranks);
   out.push_back(ring.next());
   out.push_back(ring.prev());
   for (int t = 0; t < 2; t++) {
-    TreeNode n = doubleBinaryTree(rank, nranks, t);
+    TreeNode n = doubleBinaryTreeInOrder(ringOrder, position, nranks, t);
     for (int r : {n.parent, n.children[0], n.children[1]})
       if (r >= 0) out.push_back(r);
   }

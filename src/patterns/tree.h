@@ -3,6 +3,7 @@
 // counts), so every rank is a leaf in at least one tree and the two trees share the bandwidth.
 #pragma once
 
+#include <span>
 #include <vector>
 
 namespace braid::patterns {
@@ -17,7 +18,12 @@ struct TreeNode {
 TreeNode binaryTree(int rank, int nranks);
 /// Node of `rank` in tree `which` (0 or 1) of the double binary tree.
 TreeNode doubleBinaryTree(int rank, int nranks, int which);
-/// Every rank that is a neighbour of `rank` in the ring or in either tree (sorted, unique).
-std::vector<int> neighbourRanks(int rank, int nranks);
+/// Tree `which` of the double binary tree built over ring positions instead of ranks, seen from
+/// the rank at `position` of `order` (position -> rank; empty: rank order): with the ranks of
+/// each host one after another, most edges stay within a host.
+TreeNode doubleBinaryTreeInOrder(std::span<const int> order, int position, int nranks, int which);
+/// Every rank that is a neighbour of `rank` in the ring (visiting the ranks in `ringOrder`, rank
+/// order when empty: patterns/ring.h) or in either tree (sorted, unique).
+std::vector<int> neighbourRanks(int rank, int nranks, std::span<const int> ringOrder = {});
 
 }  // namespace braid::patterns

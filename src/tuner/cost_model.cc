@@ -185,6 +185,20 @@ double estimateCollectiveUs(const CommCostModel& model, int n, const CollArgs& a
   const double a = slow * c.alphaUs, part = (n - 1.0) / n, lg = ceilLog2(n);
   auto is = [algorithm](const char* name) { return strcasecmp(algorithm, name) == 0; };
   if (n == 1 || is("Self")) return args.sendbuff == args.recvbuff ? 0 : S * beta;
+  if (is("Hierarchical")) {
+    if (model.hosts < 2 || model.ranksPerHost < 2) return 1e300;  // (never supported there)
+    // Reduce-scatter and allgather within each host over its own transport, and a ring
+    // allreduce between the hosts whose whole message crosses each host's link: its l rings
+    // (one per local rank, S/l each) share that link.
+    const int l = model.ranksPerHost;
+    const LinkCost& within = model.withinHost;
+    const double local = (l - 1.0) / l * S;
+    const double inHost =
+        2 * (l - 1) * slow * within.alphaUs + 2 * local * slow * 1e-3 / within.gbps + local * gamma;
+    CommCostModel across = model;
+    across.hosts = 1;
+    return inHost + estimateCollectiveUs(across, model.hosts, args, "Ring");
+  }
   const Shape shape = shapeOf(model, args.coll, algorithm);
   // A binary tree of n ranks is floor(log2 n) deep: the broadcast tree's depth.
   const double depth = std::floor(std::log2(n));

@@ -42,6 +42,9 @@ struct CommCostModel {
   LinkCost cost;                  ///< that transport's constants
   double oversubscribe = 1;       ///< ranks on the busiest host per core (>= 1)
   double slotBytes = 512 * 1024;  ///< FIFO slot size (BRAID_SLOT_BYTES): the pipelining unit
+  int hosts = 1;                  ///< hosts the ranks are on
+  int ranksPerHost = 0;           ///< ranks on each host when every host has as many, else 0
+  LinkCost withinHost;            ///< the constants of the transport between ranks of one host
 };
 
 /// Estimated time of `args` run by `algorithm` on `nranks` ranks, in microseconds.

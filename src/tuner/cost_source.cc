@@ -159,6 +159,7 @@ CommCostModel commCostModel(const TunerWire& rank0, const std::vector<PeerInfo>&
   }
   CommCostModel m;
   m.link = LinkClass::kLocal;
+  LinkClass within = LinkClass::kLocal;  // the slowest transport between ranks of one host
   TransportContext ctx;
   ctx.nranks = n;
   ctx.peers = &peers;
@@ -170,12 +171,20 @@ CommCostModel commCostModel(const TunerWire& rank0, const std::vector<PeerInfo>&
                   : strcmp(t->name(), "shm") == 0     ? LinkClass::kShm
                                                       : LinkClass::kLocal;
     m.link = std::max(m.link, c);
+    if (peers[from].hostHash == peers[to].hostHash) within = std::max(within, c);
   }
   m.cost = m.link == LinkClass::kTcp   ? costs.tcp
            : m.link == LinkClass::kShm ? costs.shm
                                        : costs.local;
   int busiest = 1;
   for (auto& [host, count] : ranksOnHost) busiest = std::max(busiest, count);
+  m.hosts = static_cast<int>(ranksOnHost.size());
+  m.ranksPerHost = ranksOnHost.begin()->second;
+  for (auto& [host, count] : ranksOnHost)
+    if (count != m.ranksPerHost) m.ranksPerHost = 0;
+  m.withinHost = within == LinkClass::kTcp   ? costs.tcp
+                 : within == LinkClass::kShm ? costs.shm
+                                             : costs.local;
   m.oversubscribe = std::max(1.0, static_cast<double>(busiest) / std::max(1, rank0.cores));
   return m;
 }

@@ -4,11 +4,13 @@
 // checks that every chunk collects each rank's contribution exactly once, in FIFO order.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bitset>
 #include <deque>
 #include <vector>
 
 #include "patterns/ring.h"
+#include "patterns/tree.h"
 
 namespace braid::patterns {
 namespace {
@@ -80,8 +82,15 @@ struct Step {
 
 // One lap of allreduce_ring.cc: reduce-scatter (send, recvReduceSend...), the owner's final
 // reduction, then the allgather (recvCopySend..., recv).
-std::vector<Step> ringSchedule(int rank, int n) {
-  Ring ring{rank, n};
+// Rank `rank`'s view of the ring visiting `order` (position -> rank; empty: rank order).
+Ring ringOf(int rank, int n, const std::vector<int>& order) {
+  if (order.empty()) return Ring{rank, n};
+  const int position = int(std::find(order.begin(), order.end(), rank) - order.begin());
+  return Ring::atPosition(position, order, n);
+}
+
+std::vector<Step> ringSchedule(int rank, int n, const std::vector<int>& order) {
+  const Ring ring = ringOf(rank, n, order);
   std::vector<Step> steps;
   steps.push_back({Op::kSend, ring.chunkAt(1)});
   for (int s = 2; s < n; s++) steps.push_back({Op::kRecvReduceSend, ring.chunkAt(s)});
@@ -91,10 +100,10 @@ std::vector<Step> ringSchedule(int rank, int n) {
   return steps;
 }
 
-void playRingAllReduce(int n) {
-  SCOPED_TRACE("nranks " + std::to_string(n));
+void playRingAllReduce(int n, const std::vector<int>& order = {}) {
+  SCOPED_TRACE("nranks " + std::to_string(n) + (order.empty() ? "" : ", ring in host order"));
   std::vector<std::vector<Step>> programs;
-  for (int r = 0; r < n; r++) programs.push_back(ringSchedule(r, n));
+  for (int r = 0; r < n; r++) programs.push_back(ringSchedule(r, n, order));
   std::vector<size_t> pc(n, 0);
   std::vector<std::deque<Message>> inbox(n);  // inbox[r]: FIFO from prev(r)
   std::vector<std::vector<Contributors>> result(n, std::vector<Contributors>(n));
@@ -106,7 +115,7 @@ void playRingAllReduce(int n) {
     for (int r = 0; r < n; r++) {
       if (pc[r] == programs[r].size()) continue;
       const Step& step = programs[r][pc[r]];
-      const int next = Ring{r, n}.next();
+      const int next = ringOf(r, n, order).next();
       if (step.op == Op::kSend) {
         Contributors mine;
         mine.set(r);
@@ -156,6 +165,75 @@ void playRingAllReduce(int n) {
 
 TEST(Ring, AllReduceScheduleReducesEveryChunkOnceAndDeliversItEverywhere) {
   for (int n = 2; n <= kMaxRanks; n++) playRingAllReduce(n);
+}
+
+// --- Rings in host order ---------------------------------------------------------------------
+
+// Ranks dealt round robin over `hosts` hosts, as schedulers often number them.
+std::vector<uint64_t> interleavedHosts(int n, int hosts) {
+  std::vector<uint64_t> hostOf(n);
+  for (int r = 0; r < n; r++) hostOf[r] = 1000 + static_cast<uint64_t>(r % hosts);
+  return hostOf;
+}
+
+TEST(HostOrder, GroupsEachHostsRanksInRankOrderHostsByLowestRank) {
+  const uint64_t hostOf[] = {7, 3, 7, 9, 3, 9, 7};
+  EXPECT_EQ(hostContiguousOrder(hostOf), (std::vector<int>{0, 2, 6, 1, 4, 3, 5}));
+  const uint64_t blocks[] = {5, 5, 2, 2, 2, 8};
+  EXPECT_TRUE(hostContiguousOrder(blocks).empty()) << "numbered host by host: rank order";
+  const uint64_t oneHost[] = {4, 4, 4};
+  EXPECT_TRUE(hostContiguousOrder(oneHost).empty());
+  EXPECT_TRUE(hostContiguousOrder({}).empty());
+}
+
+TEST(HostOrder, TheRingCrossesBetweenHostsOncePerHost) {
+  for (int hosts = 2; hosts <= 5; hosts++)
+    for (int n = hosts; n <= 40; n++) {
+      const std::vector<uint64_t> hostOf = interleavedHosts(n, hosts);
+      const std::vector<int> order = hostContiguousOrder(hostOf);
+      ASSERT_EQ(order.size(), n == hosts ? 0u : size_t(n)) << n << " ranks on " << hosts;
+      int crossings = 0, at = 0;
+      std::vector<bool> seen(n, false);
+      for (int step = 0; step < n; step++) {
+        ASSERT_FALSE(seen[at]) << "rank " << at << " visited twice";
+        seen[at] = true;
+        const Ring ring = ringOf(at, n, order);
+        EXPECT_EQ(ringOf(ring.next(), n, order).prev(), at);
+        EXPECT_EQ(ring.chunkAt(0), at) << "a rank's own chunk is its rank's";
+        crossings += hostOf[ring.next()] != hostOf[at];
+        at = ring.next();
+      }
+      EXPECT_EQ(at, 0) << "the ring closes";
+      EXPECT_EQ(crossings, hosts) << n << " ranks on " << hosts << " hosts";
+    }
+}
+
+TEST(HostOrder, AllReduceScheduleStillReducesEveryChunkOnce) {
+  for (int hosts = 2; hosts <= 4; hosts++)
+    for (int n = hosts + 1; n <= 33; n++)
+      playRingAllReduce(n, hostContiguousOrder(interleavedHosts(n, hosts)));
+}
+
+TEST(HostOrder, TreesOverPositionsKeepMostEdgesWithinAHost) {
+  // 16 ranks interleaved over 2 hosts: the rank-numbered trees cross at every edge.
+  const int n = 16;
+  const std::vector<uint64_t> hostOf = interleavedHosts(n, 2);
+  const std::vector<int> order = hostContiguousOrder(hostOf);
+  for (int which = 0; which < 2; which++) {
+    int edges = 0, crossing = 0, roots = 0;
+    for (int p = 0; p < n; p++) {
+      const TreeNode node = doubleBinaryTreeInOrder(order, p, n, which);
+      if (node.parent < 0) {
+        roots++;
+        continue;
+      }
+      edges++;
+      crossing += hostOf[node.parent] != hostOf[order[p]];
+    }
+    EXPECT_EQ(roots, 1);
+    EXPECT_EQ(edges, n - 1);
+    EXPECT_LE(crossing, 2) << "tree " << which;
+  }
 }
 
 }  // namespace

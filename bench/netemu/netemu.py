@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""Runs a benchmark over an emulated network: H "hosts" as network namespaces behind one bridge,
+each host's link rate-limited with tc's token bucket filter (both directions), R ranks per host
+as processes, numbered host by host (blocks) or round robin (interleaved). Every case runs in
+the same namespaces, in turn, repeated; the table shows each case's busbw per repeat and their
+median. Needs root (ip netns, tc); the namespaces are removed on exit, even on Ctrl-C.
+
+    tools/netemu --hosts 2 --ranks-per-host 2 --rate 2gbit -- -b 16M -e 16M -n 10 -w 3
+    tools/netemu --case flat:BRAID_RING_ORDER=rank,NCCL_ALGO=Ring --case host:NCCL_ALGO=Ring ...
+
+Arguments after `--` go to the program (default build/bench/all_reduce_perf, in the
+nccl-tests format). The kernel here has tbf and htb but no netem: delay is not emulated.
+"""
+
+import argparse
+import json
+import os
+import re
+import secrets
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+SUBNET = "10.214.0."
+PORT = 29600
+
+
+def sh(*argv, check=True):
+    """Runs a command; raises with its output when it fails."""
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if check and done.returncode != 0:
+        raise RuntimeError(f"`{' '.join(argv)}` failed ({done.returncode}): "
+                           f"{done.stdout}{done.stderr}")
+    return done
+
+
+class Network:
+    """The hub namespace (a bridge) and one namespace per host, each with a shaped veth."""
+
+    def __init__(self, hosts, rate, burst):
+        tag = f"braidn-{os.getpid()}"
+        self.hub = f"{tag}-hub"
+        self.hosts = [f"{tag}-h{i}" for i in range(hosts)]
+        self.created = []
+        try:
+            self._build(rate, burst)
+        except BaseException:
+            self.destroy()
+            raise
+
+    def _build(self, rate, burst):
+        sh("ip", "netns", "add", self.hub)
+        self.created.append(self.hub)
+        hub = ("ip", "netns", "exec", self.hub)
+        sh(*hub, "ip", "link", "add", "br0", "type", "bridge")
+        sh(*hub, "ip", "link", "set", "br0", "up")
+        for i, ns in enumerate(self.hosts):
+            sh("ip", "netns", "add", ns)
+            self.created.append(ns)
+            inside = ("ip", "netns", "exec", ns)
+            port = f"p{i}"
+            sh(*hub, "ip", "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns)
+            sh(*hub, "ip", "link", "set", port, "master", "br0")
+            sh(*hub, "ip", "link", "set", port, "up")
+            sh(*inside, "ip", "addr", "add", f"{SUBNET}{i + 1}/24", "dev", "eth0")
+            sh(*inside, "ip", "link", "set", "eth0", "up")
+            sh(*inside, "ip", "link", "set", "lo", "up")
+            if rate:
+                # Out of the host (its eth0) and into it (the bridge port towards it).
+                for where, dev in ((inside, "eth0"), (hub, port)):
+                    sh(*where, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate,
+                       "burst", burst, "latency", "100ms")
+
+    def destroy(self):
+        for ns in reversed(self.created):
+            sh("ip", "netns", "del", ns, check=False)
+        self.created = []
+
+
+def remove_stale():
+    """Namespaces left by an earlier run that was killed."""
+    listed = sh("ip", "netns", "list", check=False).stdout.split("\n")
+    for line in listed:
+        name = line.split(" ")[0]
+        m = re.match(r"braidn-(\d+)-", name)
+        if m and not os.path.exists(f"/proc/{m.group(1)}"):
+            sh("ip", "netns", "del", name, check=False)
+
+
+def host_of(rank, hosts, per_host, placement):
+    return rank % hosts if placement == "interleaved" else rank // per_host
+
+
+def run_case(net, args, env_extra, program):
+    """One run of every rank; returns rank 0's output."""
+    n = args.hosts * args.ranks_per_host
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("RANK", "LOCAL_", "WORLD_SIZE", "MASTER_", "NCCL_COMM_ID"))}
+    base.update({"WORLD_SIZE": str(n), "MASTER_ADDR": f"{SUBNET}1", "MASTER_PORT": str(PORT),
+                 "BRAID_COMM_SECRET": secrets.token_hex(16), "NCCL_SOCKET_IFNAME": "eth0",
+                 "BRAID_TIMEOUT_S": str(args.timeout)})
+    base.update(env_extra)
+    procs = []
+    # Rank 0 hosts the rendezvous (on 10.214.0.1): it must be on host 0, as both placements put it.
+    for rank in range(n):
+        host = host_of(rank, args.hosts, args.ranks_per_host, args.placement)
+        env = dict(base, RANK=str(rank),
+                   LOCAL_RANK=str(rank // args.hosts if args.placement == "interleaved"
+                                  else rank % args.ranks_per_host),
+                   LOCAL_WORLD_SIZE=str(args.ranks_per_host))
+        procs.append(subprocess.Popen(["ip", "netns", "exec", net.hosts[host]] + program,
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True))
+    outputs = []
+    deadline = time.time() + args.timeout + 30
+    for p in procs:
+        try:
+            out, _ = p.communicate(timeout=max(1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+        outputs.append((p.returncode, out))
+    failed = [(r, rc, out) for r, (rc, out) in enumerate(outputs) if rc != 0]
+    if failed:
+        r, rc, out = failed[0]
+        raise RuntimeError(f"rank {r} exited {rc}:\n{out[-3000:]}")
+    return outputs[0][1]
+
+
+def parse_rows(output):
+    """nccl-tests rows: size -> (out-of-place busbw, #wrong, algorithm or "" without -A 1)."""
+    rows = {}
+    for line in output.splitlines():
+        cells = line.split()
+        if len(cells) >= 12 and cells[0].isdigit():
+            rows[int(cells[0])] = (float(cells[7]), int(cells[8]) if cells[8].isdigit() else -1,
+                                   cells[13] if len(cells) > 13 else "")
+    return rows
+
+
+LINK_SERVER = """
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(1); print("ready", flush=True)
+c, _ = s.accept(); total, start = 0, None
+while True:
+    b = c.recv(1 << 20)
+    if not b: break
+    start = start or time.time(); total += len(b)
+print(total / (time.time() - start))
+"""
+LINK_CLIENT = """
+import socket, sys, time
+c = socket.create_connection((sys.argv[1], int(sys.argv[2]))); buf = bytes(1 << 20)
+end = time.time() + float(sys.argv[3])
+while time.time() < end: c.sendall(buf)
+c.close()
+"""
+
+
+def measure_link(net, seconds=3.0):
+    """One TCP stream from host 1 to host 0: what the shaped link carries (bytes/s)."""
+    server = subprocess.Popen(["ip", "netns", "exec", net.hosts[0], sys.executable, "-c",
+                               LINK_SERVER, str(PORT + 1)], stdout=subprocess.PIPE, text=True)
+    server.stdout.readline()
+    sh("ip", "netns", "exec", net.hosts[1], sys.executable, "-c", LINK_CLIENT, f"{SUBNET}1",
+       str(PORT + 1), str(seconds))
+    out, _ = server.communicate(timeout=30)
+    return float(out.strip())
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--hosts", type=int, default=2)
+    p.add_argument("--ranks-per-host", type=int, default=2)
+    p.add_argument("--placement", choices=["blocks", "interleaved"], default="blocks")
+    p.add_argument("--rate", default="2gbit", help="each host's link, tc syntax ('' for none)")
+    p.add_argument("--burst", default="1mb",
+                   help="tbf burst (at least rate/HZ: 2 Gbit/s at 250 Hz needs 1 MB)")
+    p.add_argument("--case", action="append", default=[],
+                   help="NAME[:VAR=VALUE,...]: a configuration to run (default: one, 'braid')")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--timeout", type=float, default=120)
+    p.add_argument("--program", default=None, help="default: <build>/bench/all_reduce_perf")
+    p.add_argument("--build-dir", default="build")
+    p.add_argument("--json", help="write every run's figures here")
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="-- then the program's arguments")
+    args = p.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("netemu: needs root (ip netns, tc)")
+    if args.hosts < 1 or args.ranks_per_host < 1 or args.repeat < 1:
+        p.error("--hosts, --ranks-per-host and --repeat must be positive")
+    rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
+    program = [args.program or os.path.join(os.path.abspath(args.build_dir), "bench",
+                                            "all_reduce_perf")] + rest
+    cases = []
+    for spec in args.case or ["braid"]:
+        name, _, assignments = spec.partition(":")
+        env = dict(a.split("=", 1) for a in assignments.split(",") if a)
+        cases.append((name, env))
+
+    remove_stale()
+    net = Network(args.hosts, args.rate, args.burst)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    runs = []
+    link = None
+    try:
+        if args.hosts > 1:
+            link = measure_link(net)
+            print(f"# one TCP stream between two hosts: {link / 1e9:.3f} GB/s", flush=True)
+        for rep in range(args.repeat):
+            for name, env in cases:
+                output = run_case(net, args, env, program)
+                rows = parse_rows(output)
+                runs.append({"case": name, "env": env, "repeat": rep, "rows": rows,
+                             "output": output})
+                print(f"# {name} repeat {rep + 1}/{args.repeat}: " +
+                      ", ".join(f"{s} B {bw:.3f} GB/s wrong {w} {algo}"
+                                for s, (bw, w, algo) in rows.items()),
+                      flush=True)
+    finally:
+        net.destroy()
+
+    n = args.hosts * args.ranks_per_host
+    print(f"\n{args.hosts} hosts x {args.ranks_per_host} ranks ({args.placement}), links "
+          f"{args.rate or 'unshaped'}" + (f" (one TCP stream: {link / 1e9:.3f} GB/s)" if link else "")
+          + f"; busbw GB/s (out of place), median of {args.repeat}")
+    sizes = sorted({s for r in runs for s in r["rows"]})
+    print(f"{'case':<16}{'bytes':>12}{'median':>9}  runs")
+    for name, _ in cases:
+        for size in sizes:
+            values = [r["rows"][size][0] for r in runs if r["case"] == name and size in r["rows"]]
+            wrong = sum(r["rows"][size][1] for r in runs if r["case"] == name and size in r["rows"])
+            algos = sorted({r["rows"][size][2] for r in runs if r["case"] == name
+                            and size in r["rows"] and r["rows"][size][2]})
+            print(f"{name:<16}{size:>12}{statistics.median(values):>9.3f}  "
+                  + " ".join(f"{v:.3f}" for v in values) + (f"  #wrong {wrong}" if wrong else "")
+                  + (f"  ({','.join(algos)})" if algos else ""))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"hosts": args.hosts, "ranks_per_host": args.ranks_per_host, "ranks": n,
+                       "placement": args.placement, "rate": args.rate, "burst": args.burst,
+                       "link_bytes_per_s": link, "program": program,
+                       "runs": [{k: v for k, v in r.items() if k != "output"} for r in runs]},
+                      f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
