@@ -85,6 +85,19 @@ void sleepOnFirstPending(Context& ctx, const std::vector<Progress>& work, int64_
 
 static ncclResult_t runBatch(Context& ctx, const std::vector<Transfer>& ops, bool device) {
   BRAID_TRY(runSelf(ctx, ops, device));
+  if (ctx.config.connectOnFirstUse) {
+    // Pairs init did not connect connect now, all of this batch's at once (their peers' matching
+    // batches ask for this rank in turn).
+    std::vector<int> missing;
+    for (const Transfer& op : ops)
+      if (op.peer != ctx.rank() && op.bytes > 0 &&
+          !(op.isSend ? ctx.team.sendTo[op.peer] != nullptr
+                      : ctx.team.recvFrom[op.peer] != nullptr))
+        missing.push_back(op.peer);
+    std::sort(missing.begin(), missing.end());
+    missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+    if (!missing.empty()) BRAID_TRY(ctx.team.connectPairs(missing));
+  }
   std::vector<Progress> work;
   for (const Transfer& op : ops) {
     if (op.peer == ctx.rank() || op.bytes == 0) continue;
@@ -92,8 +105,9 @@ static ncclResult_t runBatch(Context& ctx, const std::vector<Transfer>& ops, boo
         op.isSend ? ctx.team.sendTo[op.peer] != nullptr : ctx.team.recvFrom[op.peer] != nullptr;
     if (!connected)
       return fail(ncclInvalidUsage,
-                  "rank %d has no connection to rank %d (BRAID_CONNECT=neighbours?)", ctx.rank(),
-                  op.peer);
+                  "rank %d has no connection to rank %d: BRAID_CONNECT=neighbours connects only "
+                  "ring, tree and hierarchical peers (auto or all connect the others)",
+                  ctx.rank(), op.peer);
     uint64_t seq = op.isSend ? ++ctx.ops.sendSeq[op.peer] : ++ctx.ops.recvSeq[op.peer];
     work.push_back(
         Progress{&op, sendFingerprint(seq, op.bytes, op.isSend ? op.peer : ctx.rank(), device)});

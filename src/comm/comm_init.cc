@@ -44,8 +44,7 @@ int chooseSpin(const CommConfig& cfg, const std::vector<PeerInfo>& peers, int ra
 // BRAID_CONNECT=neighbours limits it to the ring's and trees' neighbours (large jobs, collectives
 // only).
 std::vector<int> peersToConnect(const ncclComm* comm) {
-  if (comm->config.connectNeighboursOnly)
-    return patterns::neighbourRanks(comm->rank(), comm->nranks(), comm->team.ringOrder);
+  if (comm->config.connectNeighboursOnly) return comm->team.neighboursOf(comm->rank());
   std::vector<int> all;
   for (int r = 0; r < comm->nranks(); r++)
     if (r != comm->rank()) all.push_back(r);
@@ -140,6 +139,11 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   tuner.cores = hostCores(team.peers, 0);
   team.policy.spinIters = chooseSpin(comm->config, team.peers, rank);
   team.mapHosts(comm->config.ringByHost);
+  using Connect = CommConfig::Connect;
+  const Connect mode = comm->config.connect;
+  comm->config.connectNeighboursOnly =
+      mode == Connect::kNeighbours || (mode == Connect::kAuto && nranks > kEagerConnectRanks);
+  comm->config.connectOnFirstUse = mode == Connect::kAuto && nranks > kEagerConnectRanks;
 
   UniqueIdFields f;
   memcpy(&f, id.internal, sizeof(f));
@@ -164,7 +168,11 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   ctx.cudaDevice = cudaDevice;
   const std::vector<int> peers = peersToConnect(comm);
   bool needTcp = false;
-  for (int peer : peers)
+  // Pairs connected on first use may need TCP too: the interface is found now, not mid-call.
+  std::vector<int> everyone;
+  for (int r = 0; r < nranks; r++)
+    if (r != rank) everyone.push_back(r);
+  for (int peer : comm->config.connectOnFirstUse ? everyone : peers)
     if (Transport* t = chooseTransport(ctx, peer); t && std::string(t->name()) == "tcp")
       needTcp = true;
   if (needTcp) BRAID_TRY(findInterfaceAddress(&ctx.tcpAddress, nullptr));
@@ -176,6 +184,7 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
              "%.2f ranks per core",
              static_cast<void*>(comm), rank, linkClassName(model.link), model.cost.alphaUs,
              model.cost.gbps, model.cost.reduceGbps, model.oversubscribe);
+  team.transportContext = ctx;
   BRAID_TRY(team.connect(ctx, peers));
   // Proxy threads move TCP data: a rank spinning on a core they need only delays them.
   for (auto& c : team.sendTo)

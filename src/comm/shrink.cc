@@ -147,13 +147,14 @@ ncclResult_t commShrink(ncclComm* parent, const std::vector<int>& excluded,
   const int leader = survivors[0];
   // Every rank reaches the same verdict: it depends only on the (shared) connection setting.
   if (parent->config.connectNeighboursOnly) {
-    std::vector<int> linked = patterns::neighbourRanks(leader, parent->nranks());
+    std::vector<int> linked = parent->team.neighboursOf(leader);
     for (int s : survivors)
       if (s != leader && std::find(linked.begin(), linked.end(), s) == linked.end())
         return fail(ncclInvalidUsage,
                     "shrink: rank %d (the first survivor) is not connected to rank %d under "
-                    "BRAID_CONNECT=neighbours; shrink needs BRAID_CONNECT=all (the default)",
-                    leader, s);
+                    "BRAID_CONNECT=neighbours (or auto beyond %d ranks); shrink needs every pair "
+                    "connected at init: BRAID_CONNECT=all",
+                    leader, s, kEagerConnectRanks);
   }
   // A survivor may still be inside the failed operation for up to one deadline (it waits on a
   // peer that has already left), so the others may wait that much longer here.

@@ -109,19 +109,58 @@ ncclResult_t Bootstrap::barrier() {
   return allGather(std::string(), &ignored);
 }
 
-ncclResult_t Bootstrap::receiveRound(std::vector<std::string>* all) {
+ncclResult_t Bootstrap::readFrame(bool round, std::string* body) {
   Deadline deadline = Deadline::after(policy_.timeoutS);
-  FrameHeader h;
-  BRAID_TRY(recvAll(fd_, &h, sizeof(h), deadline, policy_.abort));
-  if (h.bytes > kMaxFrameBytes * 4u) return fail(ncclRemoteError, "bootstrap: oversized reply");
-  std::string body(h.bytes, '\0');
-  BRAID_TRY(recvAll(fd_, body.data(), body.size(), deadline, policy_.abort));
-  if (h.kind == kFrameError) return fail(ncclRemoteError, "%s", body.c_str());
-  if (h.kind != kFrameData)
-    return fail(ncclRemoteError, "bootstrap: unexpected reply kind %u", h.kind);
+  for (;;) {
+    FrameHeader h;
+    BRAID_TRY(recvAll(fd_, &h, sizeof(h), deadline, policy_.abort));
+    if (h.bytes > kMaxFrameBytes * 4u) return fail(ncclRemoteError, "bootstrap: oversized reply");
+    body->assign(h.bytes, '\0');
+    BRAID_TRY(recvAll(fd_, body->data(), body->size(), deadline, policy_.abort));
+    if (h.kind == kFrameError) return fail(ncclRemoteError, "%s", body->c_str());
+    if (h.kind == kFrameRelay && body->size() >= sizeof(int32_t)) {
+      int32_t from;
+      memcpy(&from, body->data(), sizeof(from));
+      relayed_[from].push_back(body->substr(sizeof(from)));
+      if (!round) return ncclSuccess;
+      continue;
+    }
+    if (h.kind != kFrameData || !round)
+      return fail(ncclRemoteError, "bootstrap: unexpected reply kind %u", h.kind);
+    return ncclSuccess;
+  }
+}
+
+ncclResult_t Bootstrap::receiveRound(std::vector<std::string>* all) {
+  std::string body;
+  BRAID_TRY(readFrame(/*round=*/true, &body));
   if (!splitRoundReply(body, nranks_, all))
     return fail(ncclRemoteError, "bootstrap: truncated reply");
   return ncclSuccess;
+}
+
+ncclResult_t Bootstrap::sendTo(int peer, const std::string& payload) {
+  Deadline deadline = Deadline::after(policy_.timeoutS);
+  const int32_t to = peer;
+  std::string body(reinterpret_cast<const char*>(&to), sizeof(to));
+  body += payload;
+  FrameHeader h{kFrameRelay, static_cast<uint32_t>(body.size())};
+  BRAID_TRY(sendAll(fd_, &h, sizeof(h), deadline, policy_.abort));
+  return sendAll(fd_, body.data(), body.size(), deadline, policy_.abort);
+}
+
+ncclResult_t Bootstrap::recvFrom(int peer, std::string* payload) {
+  for (;;) {
+    auto it = relayed_.find(peer);
+    if (it != relayed_.end() && !it->second.empty()) {
+      *payload = std::move(it->second.front());
+      it->second.pop_front();
+      return ncclSuccess;
+    }
+    std::string ignored;
+    if (ncclResult_t r = readFrame(/*round=*/false, &ignored); r != ncclSuccess)
+      return addContext(r, "bootstrap: waiting for a message from rank %d", peer);
+  }
 }
 
 }  // namespace braid

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,15 +36,24 @@ class Bootstrap {
   /// Every rank contributes `mine`; all receive every rank's contribution in rank order.
   ncclResult_t allGather(const std::string& mine, std::vector<std::string>* all);
   ncclResult_t barrier();
+  /// Sends `payload` to rank `peer` through the root (it does not wait for the peer).
+  ncclResult_t sendTo(int peer, const std::string& payload);
+  /// The next message rank `peer` sent to this rank with sendTo (messages from other ranks that
+  /// arrive meanwhile are kept for their own recvFrom).
+  ncclResult_t recvFrom(int peer, std::string* payload);
 
  private:
   Bootstrap(int fd, int nranks, const WaitPolicy& policy)
       : fd_(fd), nranks_(nranks), policy_(policy) {}
   ncclResult_t receiveRound(std::vector<std::string>* all);
+  /// Reads the next frame from the root; relays go to `relayed_` and read on (until a round's
+  /// reply when `round`, else until one relay has arrived).
+  ncclResult_t readFrame(bool round, std::string* body);
 
   int fd_;
   int nranks_;
   WaitPolicy policy_;
+  std::map<int, std::deque<std::string>> relayed_;  ///< messages by sender, not yet taken
 };
 
 }  // namespace braid

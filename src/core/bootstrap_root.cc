@@ -223,10 +223,13 @@ class Root {
           broadcastError("bootstrap: malformed frame from rank " + std::to_string(rank));
           return false;
         }
-        if (h.kind == kFrameBye)
+        if (h.kind == kFrameBye) {
           r.bye = true;
-        else
+        } else if (h.kind == kFrameRelay) {
+          if (!relay(static_cast<int32_t>(rank), body)) return false;
+        } else {
           r.frames.push_back(std::move(body));
+        }
       }
     }
     if (!admitted_) return true;
@@ -247,6 +250,28 @@ class Root {
         broadcastError("bootstrap: a rank stopped reading");
         return false;
       }
+    }
+    return true;
+  }
+
+  // Forwards a relay frame from rank `from` (its body: the target rank, then the payload) with
+  // the target replaced by `from`. False (everyone told) when the target does not exist or
+  // stopped reading.
+  bool relay(int32_t from, std::string& body) {
+    int32_t to;
+    memcpy(&to, body.data(), sizeof(to));
+    if (to < 0 || static_cast<size_t>(to) >= ranks_.size() || ranks_[to].fd < 0) {
+      broadcastError("bootstrap: rank " + std::to_string(from) + " sent a message for rank " +
+                     std::to_string(to) + ", which is not in the communicator");
+      return false;
+    }
+    memcpy(body.data(), &from, sizeof(from));
+    FrameHeader h{kFrameRelay, static_cast<uint32_t>(body.size())};
+    Deadline d = Deadline::after(timeoutS_);
+    if (sendAll(ranks_[to].fd, &h, sizeof(h), d, nullptr) != ncclSuccess ||
+        sendAll(ranks_[to].fd, body.data(), body.size(), d, nullptr) != ncclSuccess) {
+      broadcastError("bootstrap: rank " + std::to_string(to) + " stopped reading");
+      return false;
     }
     return true;
   }

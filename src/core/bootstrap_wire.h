@@ -52,7 +52,10 @@ struct RootHello {
   uint32_t pad;
 };
 
-enum FrameKind : uint32_t { kFrameData = 1, kFrameError = 2, kFrameBye = 3 };
+// kFrameRelay: a message for one rank, which the root forwards at once (not part of a round):
+// from a rank, its body starts with the int32 rank it is for; from the root, with the int32 rank
+// it came from.
+enum FrameKind : uint32_t { kFrameData = 1, kFrameError = 2, kFrameBye = 3, kFrameRelay = 4 };
 
 struct FrameHeader {
   uint32_t kind;
@@ -114,12 +117,15 @@ inline HelloVerdict examineHello(const std::string& received,
 /// What the front of a rank's byte stream to the root holds.
 enum class FrameVerdict { kNeedMore, kFrame, kMalformed };
 
-/// Takes one frame a rank sent (data or bye, at most kMaxFrameBytes) off the front of `buffer`.
+/// Takes one frame a rank sent (data, relay or bye, at most kMaxFrameBytes) off the front of
+/// `buffer`. A relay must name its rank (at least 4 bytes).
 inline FrameVerdict takeRankFrame(std::string* buffer, FrameHeader* header, std::string* body) {
   if (buffer->size() < sizeof(FrameHeader)) return FrameVerdict::kNeedMore;
   FrameHeader h;
   memcpy(&h, buffer->data(), sizeof(h));
-  if (h.bytes > kMaxFrameBytes || (h.kind != kFrameData && h.kind != kFrameBye))
+  if (h.bytes > kMaxFrameBytes ||
+      (h.kind != kFrameData && h.kind != kFrameBye && h.kind != kFrameRelay) ||
+      (h.kind == kFrameRelay && h.bytes < sizeof(int32_t)))
     return FrameVerdict::kMalformed;
   if (buffer->size() < sizeof(h) + h.bytes) return FrameVerdict::kNeedMore;
   *header = h;

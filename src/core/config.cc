@@ -25,7 +25,13 @@ ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
       std::clamp<int64_t>(envInt("BRAID_TUNER_ADAPT", 2048), 0, int64_t{1} << 30));
   c.algo = envString("NCCL_ALGO", "");
   c.proto = envString("NCCL_PROTO", "");
-  c.connectNeighboursOnly = envString("BRAID_CONNECT", "all") == "neighbours";
+  const std::string connect = envString("BRAID_CONNECT", "auto");
+  if (connect != "auto" && connect != "all" && connect != "neighbours")
+    return fail(ncclInvalidArgument, "BRAID_CONNECT=%s: must be auto, all or neighbours",
+                connect.c_str());
+  c.connect = connect == "all"          ? CommConfig::Connect::kAll
+              : connect == "neighbours" ? CommConfig::Connect::kNeighbours
+                                        : CommConfig::Connect::kAuto;
   const std::string ringOrder = envString("BRAID_RING_ORDER", "host");
   if (ringOrder != "host" && ringOrder != "rank")
     return fail(ncclInvalidArgument, "BRAID_RING_ORDER=%s: must be host or rank",

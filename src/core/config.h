@@ -12,6 +12,10 @@
 
 namespace braid {
 
+/// Under BRAID_CONNECT=auto, communicators of up to this many ranks connect every pair at init:
+/// few enough connections to make at once, and the one-shot algorithms need them.
+constexpr int kEagerConnectRanks = 32;
+
 struct CommConfig {
   double timeoutS = 300;          ///< BRAID_TIMEOUT_S: every wait ends with an error after this
   int spinIters = -1;             ///< BRAID_SPIN: polls before sleeping (-1: decide from cores)
@@ -27,7 +31,14 @@ struct CommConfig {
   std::string algo;                     ///< NCCL_ALGO
   std::string proto;                    ///< NCCL_PROTO (Simple; LL is the LowLatency allreduce)
   std::vector<std::string> transports;  ///< allowed transports, empty = all
-  bool connectNeighboursOnly = false;   ///< BRAID_CONNECT=neighbours: ring/tree peers only
+  /// BRAID_CONNECT: all (every pair at init), neighbours (ring, tree and hierarchical peers
+  /// only) or auto (all up to kEagerConnectRanks ranks; beyond, neighbours at init and any other
+  /// pair when a send or receive first needs it)
+  enum class Connect { kAuto, kAll, kNeighbours } connect = Connect::kAuto;
+  /// Init connects only the neighbours (set by commInit from `connect` and the rank count).
+  bool connectNeighboursOnly = false;
+  /// A send or receive may connect a pair init did not (auto beyond kEagerConnectRanks).
+  bool connectOnFirstUse = false;
   /// BRAID_RING_ORDER=host (default): rings visit each host's ranks one after another;
   /// rank: rings follow rank numbers
   bool ringByHost = true;

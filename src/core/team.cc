@@ -4,17 +4,12 @@
 #include <cstring>
 #include <string>
 
+#include "patterns/tree.h"
 #include "transports/p2p/p2p_transport.h"
 #include "util/log.h"
 #include "util/status.h"
 
 namespace braid {
-
-bool Team::allPairsConnected() const {
-  for (int p = 0; p < nranks; p++)
-    if (p != rank && (!sendTo[p] || !recvFrom[p])) return false;
-  return true;
-}
 
 void Team::mapHosts(bool ringByHost) {
   std::vector<uint64_t> hostOf(peers.size());
@@ -39,12 +34,34 @@ void Team::mapHosts(bool ringByHost) {
     if (on.size() != hosts.local.size()) hosts.ranksPerHost = 0;
   if (hosts.ranksPerHost > 0)
     for (const std::vector<int>& on : ranksOf) hosts.counterparts.push_back(on[hosts.localIndex]);
+  hosts.hostOf.resize(nranks);
+  for (size_t h = 0; h < ranksOf.size(); h++)
+    for (int r : ranksOf[h]) hosts.hostOf[r] = static_cast<int>(h);
+  hosts.ranksOf = std::move(ranksOf);
 
   ringOrder = ringByHost ? patterns::hostContiguousOrder(hostOf) : std::vector<int>{};
   ringPosition = ringOrder.empty()
                      ? rank
                      : static_cast<int>(std::find(ringOrder.begin(), ringOrder.end(), rank) -
                                         ringOrder.begin());
+}
+
+std::vector<int> Team::neighboursOf(int r) const {
+  std::vector<int> out = patterns::neighbourRanks(r, nranks, ringOrder);
+  // The hierarchical allreduce adds the ring within r's host and the ring of r's counterparts
+  // on the other hosts.
+  const std::vector<int>& local = hosts.ranksOf[hosts.hostOf[r]];
+  const int l = static_cast<int>(local.size());
+  const int li = static_cast<int>(std::find(local.begin(), local.end(), r) - local.begin());
+  if (l > 1) out.insert(out.end(), {local[(li + 1) % l], local[(li + l - 1) % l]});
+  if (hosts.ranksPerHost > 0 && hosts.count > 1) {
+    const int h = hosts.count, hi = hosts.hostOf[r];
+    out.insert(out.end(), {hosts.ranksOf[(hi + 1) % h][li], hosts.ranksOf[(hi + h - 1) % h][li]});
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  out.erase(std::remove(out.begin(), out.end(), r), out.end());
+  return out;
 }
 
 ncclResult_t Team::connect(const TransportContext& ctx, const std::vector<int>& peersToConnect) {
@@ -81,16 +98,61 @@ ncclResult_t Team::connect(const TransportContext& ctx, const std::vector<int>& 
     if (!found)
       return fail(ncclInternalError, "rank %d published no connection for rank %d", peer, rank);
   }
-  // Phase 3: every sender is attached; receivers finish (accept sockets, unlink segments).
-  BRAID_TRY(bootstrap->barrier());
-  for (int peer : peersToConnect) BRAID_TRY(recvFrom[peer]->finish(ctx));
-
-  overP2p = p2pConnectsAll(ctx);
-  peersShareMemory = true;
+  // What algorithms may assume must hold on every rank, or ranks would choose differently:
+  // each rank says whether all its peers are connected and share memory with it, in the round
+  // that also tells that every sender is attached.
+  bool mineAll = true, mineShared = true;
   for (int p = 0; p < nranks; p++) {
     if (p == rank) continue;
-    const std::string t = sendTo[p] && recvFrom[p] ? sendTo[p]->transportName() : "";
-    if (t != "shm" && t != "local") peersShareMemory = false;
+    const bool connected = sendTo[p] && recvFrom[p];
+    const std::string t = connected ? sendTo[p]->transportName() : "";
+    mineAll = mineAll && connected;
+    if (t != "shm" && t != "local") mineShared = false;
+  }
+  std::vector<std::string> flags;
+  BRAID_TRY(bootstrap->allGather(std::string{char(mineAll), char(mineShared)}, &flags));
+  allPairs = peersShareMemory = true;
+  for (const std::string& f : flags) {
+    allPairs = allPairs && f.size() == 2 && f[0];
+    peersShareMemory = peersShareMemory && f.size() == 2 && f[1];
+  }
+  // Phase 3: every sender is attached; receivers finish (accept sockets, unlink segments).
+  for (int peer : peersToConnect) BRAID_TRY(recvFrom[peer]->finish(ctx));
+  overP2p = p2pConnectsAll(ctx);
+  return ncclSuccess;
+}
+
+ncclResult_t Team::connectPairs(const std::vector<int>& peersToConnect) {
+  const TransportContext& ctx = transportContext;
+  std::vector<int> todo;
+  for (int peer : peersToConnect)
+    if (peer != rank && (!sendTo[peer] || !recvFrom[peer])) todo.push_back(peer);
+  for (int peer : todo) {
+    Transport* t = chooseTransport(ctx, peer);
+    if (!t) return fail(ncclSystemError, "no transport can connect rank %d to rank %d", rank, peer);
+    ConnectBlob blob{};
+    BRAID_TRY(t->setupRecv(ctx, peer, &blob, &recvFrom[peer]));
+    BRAID_TRY(bootstrap->sendTo(
+        peer, std::string(reinterpret_cast<const char*>(blob.bytes), sizeof(blob.bytes))));
+    BRAID_INFO(kSubsysInit, "rank %d <- rank %d via %s (on first use)", rank, peer, t->name());
+  }
+  for (int peer : todo) {
+    std::string theirs;
+    if (ncclResult_t r = bootstrap->recvFrom(peer, &theirs); r != ncclSuccess)
+      return addContext(r, "connecting rank %d to rank %d on first use", rank, peer);
+    if (theirs.size() != kConnectBlobBytes)
+      return fail(ncclInternalError, "rank %d sent a %zu-byte connection for rank %d", peer,
+                  theirs.size(), rank);
+    ConnectBlob blob;
+    memcpy(blob.bytes, theirs.data(), kConnectBlobBytes);
+    BRAID_TRY(chooseTransport(ctx, peer)->connectSend(ctx, peer, blob, &sendTo[peer]));
+    BRAID_TRY(bootstrap->sendTo(peer, "attached"));
+  }
+  // Each receiver finishes once its sender is attached.
+  for (int peer : todo) {
+    std::string ack;
+    BRAID_TRY(bootstrap->recvFrom(peer, &ack));
+    BRAID_TRY(recvFrom[peer]->finish(ctx));
   }
   return ncclSuccess;
 }

@@ -39,7 +39,13 @@ class Team {
     std::vector<int> local;         ///< the ranks on this rank's host, in rank order
     int localIndex = 0;             ///< this rank's place in `local`
     std::vector<int> counterparts;  ///< each host's rank at localIndex (when ranksPerHost > 0)
+    std::vector<std::vector<int>> ranksOf;  ///< every host's ranks, in rank order
+    std::vector<int> hostOf;                ///< every rank's host
   } hosts;
+  /// The peers rank `r` talks to in ring, tree and hierarchical schedules: what init connects
+  /// under BRAID_CONNECT=neighbours (and auto beyond kEagerConnectRanks). Symmetric: q is in
+  /// neighboursOf(r) exactly when r is in neighboursOf(q).
+  std::vector<int> neighboursOf(int r) const;
   /// Every peer connected over memory both ends map (shm or same-process): what algorithms that
   /// read a peer's memory in place need. Set once the connections are made.
   bool peersShareMemory = false;
@@ -47,10 +53,13 @@ class Team {
   /// calls on device buffers move their data on the GPUs instead of staging it through the host.
   bool overP2p = false;
 
-  /// True when every pair of ranks is connected (the same answer on every rank, which
-  /// BRAID_CONNECT=neighbours makes false): what algorithms that exchange with arbitrary peers
-  /// need.
-  bool allPairsConnected() const;
+  /// True when init connected every pair of ranks (the same answer on every rank; false under
+  /// BRAID_CONNECT=neighbours, and under auto beyond kEagerConnectRanks): what algorithms that
+  /// exchange with arbitrary peers need. Pairs connected later (connectPairs) do not change it.
+  bool allPairsConnected() const { return allPairs; }
+  bool allPairs = false;
+  /// What connectPairs needs to make a connection after init (set by commInit).
+  TransportContext transportContext;
   /// This rank's view of the ring that ring schedules follow.
   patterns::Ring ring() const {
     return patterns::Ring::atPosition(ringPosition, ringOrder, nranks);
@@ -63,6 +72,12 @@ class Team {
   /// registered transport that can (phase 1: receiving ends and their blobs; the bootstrap's
   /// all-gather; phase 2: sending ends; then a barrier and every receiver's finish()).
   ncclResult_t connect(const TransportContext& ctx, const std::vector<int>& peersToConnect);
+  /// Connects this rank to each of `peersToConnect` it is not connected to yet, both ways, with
+  /// only those peers taking part (their messages go through the bootstrap root's relay): a send
+  /// or receive to a peer that init did not connect does this first. Each of those peers must
+  /// call it for this rank too (a matching receive or send does); blobs go out to every peer
+  /// before any is awaited, so peers that connect to several others at once cannot deadlock.
+  ncclResult_t connectPairs(const std::vector<int>& peersToConnect);
   /// Drops every connection and the bootstrap (the peers' FIFOs may be gone after this).
   void disconnect();
 };

@@ -98,7 +98,8 @@ void frames(const uint8_t* data, size_t size) {
       FUZZ_CHECK(buffer.size() == before);
       break;
     }
-    FUZZ_CHECK(h.kind == kFrameData || h.kind == kFrameBye);
+    FUZZ_CHECK(h.kind == kFrameData || h.kind == kFrameBye ||
+               (h.kind == kFrameRelay && h.bytes >= sizeof(int32_t)));
     FUZZ_CHECK(h.bytes <= kMaxFrameBytes && body.size() == h.bytes);
     FUZZ_CHECK(before - buffer.size() == sizeof(FrameHeader) + h.bytes);
     FUZZ_CHECK(memcmp(body.data(), data + 1 + consumed + sizeof(FrameHeader), h.bytes) == 0);
