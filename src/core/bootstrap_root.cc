@@ -34,6 +34,10 @@ struct RankConn {
   int fd = -1;
   std::string inbuf;
   std::deque<std::string> frames;
+  /// Frames for the rank not yet written (relays and round replies, in order): the root never
+  /// blocks on one rank's socket, since that rank may itself be blocked sending to the root.
+  std::string outbuf;
+  Deadline outSince;  ///< when outbuf last became non-empty or drained some
   bool bye = false;
 };
 
@@ -50,12 +54,13 @@ class Root {
       for (auto& p : pending_)
         if (p.fd >= 0) fds.push_back({p.fd, POLLIN, 0});
       for (auto& r : ranks_)
-        if (r.fd >= 0) fds.push_back({r.fd, POLLIN, 0});
+        if (r.fd >= 0)
+          fds.push_back({r.fd, static_cast<short>(POLLIN | (r.outbuf.empty() ? 0 : POLLOUT)), 0});
       int n = poll(fds.data(), fds.size(), 100);
       if (n < 0 && errno != EINTR) break;
       if (listenFd_ >= 0 && (fds[0].revents & POLLIN)) acceptOne();
       servePending();
-      if (failure_.empty() && !serveRanks()) {
+      if (failure_.empty() && (!serveRanks() || !flushRanks())) {
         // Ranks still on their way would knock on a closed port until their deadline, unable
         // to tell a failed rendezvous from a late one: keep the port and tell them why.
         for (auto& r : ranks_)
@@ -242,21 +247,40 @@ class Root {
       reply += r.frames.front();
       r.frames.pop_front();
     }
-    FrameHeader h{kFrameData, static_cast<uint32_t>(reply.size())};
-    for (auto& r : ranks_) {
-      Deadline d = Deadline::after(timeoutS_);
-      if (sendAll(r.fd, &h, sizeof(h), d, nullptr) != ncclSuccess ||
-          sendAll(r.fd, reply.data(), reply.size(), d, nullptr) != ncclSuccess) {
-        broadcastError("bootstrap: a rank stopped reading");
+    for (auto& r : ranks_) queue(r, kFrameData, reply);
+    return true;
+  }
+
+  void queue(RankConn& r, uint32_t kind, const std::string& body) {
+    if (r.outbuf.empty()) r.outSince = Deadline::after(timeoutS_);
+    FrameHeader h{kind, static_cast<uint32_t>(body.size())};
+    r.outbuf.append(reinterpret_cast<const char*>(&h), sizeof(h));
+    r.outbuf += body;
+  }
+
+  // Writes what each rank's socket takes now. False (everyone told) when a socket failed or a
+  // rank read nothing for the timeout.
+  bool flushRanks() {
+    for (size_t rank = 0; rank < ranks_.size(); rank++) {
+      RankConn& r = ranks_[rank];
+      while (r.fd >= 0 && !r.outbuf.empty()) {
+        ssize_t sent = send(r.fd, r.outbuf.data(), r.outbuf.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (sent > 0) {
+          r.outbuf.erase(0, static_cast<size_t>(sent));
+          r.outSince = Deadline::after(timeoutS_);
+          continue;
+        }
+        if (sent < 0 && errno == EINTR) continue;
+        if (sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !r.outSince.expired()) break;
+        broadcastError("bootstrap: rank " + std::to_string(rank) + " stopped reading");
         return false;
       }
     }
     return true;
   }
 
-  // Forwards a relay frame from rank `from` (its body: the target rank, then the payload) with
-  // the target replaced by `from`. False (everyone told) when the target does not exist or
-  // stopped reading.
+  // Queues a relay frame from rank `from` (its body: the target rank, then the payload) for its
+  // target, with the target replaced by `from`. False (everyone told) when there is no target.
   bool relay(int32_t from, std::string& body) {
     int32_t to;
     memcpy(&to, body.data(), sizeof(to));
@@ -266,22 +290,19 @@ class Root {
       return false;
     }
     memcpy(body.data(), &from, sizeof(from));
-    FrameHeader h{kFrameRelay, static_cast<uint32_t>(body.size())};
-    Deadline d = Deadline::after(timeoutS_);
-    if (sendAll(ranks_[to].fd, &h, sizeof(h), d, nullptr) != ncclSuccess ||
-        sendAll(ranks_[to].fd, body.data(), body.size(), d, nullptr) != ncclSuccess) {
-      broadcastError("bootstrap: rank " + std::to_string(to) + " stopped reading");
-      return false;
-    }
+    queue(ranks_[to], kFrameRelay, body);
     return true;
   }
 
   void broadcastError(const std::string& msg) {
     failure_ = msg;
+    // (A frame half written is lost with the rest: the rank reads the error or a broken stream,
+    // and fails either way.)
     FrameHeader h{kFrameError, static_cast<uint32_t>(msg.size())};
     Deadline d = Deadline::after(1);
     for (auto& r : ranks_) {
       if (r.fd < 0) continue;
+      r.outbuf.clear();
       if (sendAll(r.fd, &h, sizeof(h), d, nullptr) == ncclSuccess)
         sendAll(r.fd, msg.data(), msg.size(), d, nullptr);
     }

@@ -67,36 +67,28 @@ std::vector<int> Team::neighboursOf(int r) const {
 ncclResult_t Team::connect(const TransportContext& ctx, const std::vector<int>& peersToConnect) {
   sendTo.resize(nranks);
   recvFrom.resize(nranks);
-  // Phase 1: receiving ends, described by blobs, one entry {peer, blob} per peer.
-  std::string mine;
+  // Phase 1: receiving ends, described by blobs, each sent to its peer alone through the root
+  // (an all-gather would send every rank every pair's blob: n^2 of them through one socket).
   for (int peer : peersToConnect) {
     Transport* t = chooseTransport(ctx, peer);
     if (!t) return fail(ncclSystemError, "no transport can connect rank %d to rank %d", rank, peer);
     ConnectBlob blob{};
     BRAID_TRY(t->setupRecv(ctx, peer, &blob, &recvFrom[peer]));
-    int32_t to = peer;
-    mine.append(reinterpret_cast<const char*>(&to), sizeof(to));
-    mine.append(reinterpret_cast<const char*>(blob.bytes), sizeof(blob.bytes));
+    BRAID_TRY(bootstrap->sendTo(
+        peer, std::string(reinterpret_cast<const char*>(blob.bytes), sizeof(blob.bytes))));
     BRAID_INFO(kSubsysInit, "rank %d <- rank %d via %s", rank, peer, t->name());
   }
-  std::vector<std::string> all;
-  BRAID_TRY(bootstrap->allGather(mine, &all));
   // Phase 2: connect to the blob each peer made for this rank.
-  constexpr size_t kEntry = sizeof(int32_t) + kConnectBlobBytes;
   for (int peer : peersToConnect) {
-    const std::string& theirs = all[peer];
-    bool found = false;
-    for (size_t pos = 0; pos + kEntry <= theirs.size(); pos += kEntry) {
-      int32_t to;
-      memcpy(&to, theirs.data() + pos, sizeof(to));
-      if (to != rank) continue;
-      ConnectBlob blob;
-      memcpy(blob.bytes, theirs.data() + pos + sizeof(to), kConnectBlobBytes);
-      BRAID_TRY(chooseTransport(ctx, peer)->connectSend(ctx, peer, blob, &sendTo[peer]));
-      found = true;
-    }
-    if (!found)
-      return fail(ncclInternalError, "rank %d published no connection for rank %d", peer, rank);
+    std::string theirs;
+    if (ncclResult_t r = bootstrap->recvFrom(peer, &theirs); r != ncclSuccess)
+      return addContext(r, "rank %d waiting for rank %d's connection", rank, peer);
+    if (theirs.size() != kConnectBlobBytes)
+      return fail(ncclInternalError, "rank %d sent a %zu-byte connection for rank %d", peer,
+                  theirs.size(), rank);
+    ConnectBlob blob;
+    memcpy(blob.bytes, theirs.data(), kConnectBlobBytes);
+    BRAID_TRY(chooseTransport(ctx, peer)->connectSend(ctx, peer, blob, &sendTo[peer]));
   }
   // What algorithms may assume must hold on every rank, or ranks would choose differently:
   // each rank says whether all its peers are connected and share memory with it, in the round
