@@ -141,9 +141,10 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   team.mapHosts(comm->config.ringByHost);
   using Connect = CommConfig::Connect;
   const Connect mode = comm->config.connect;
+  const bool beyondAllPairs = nranks > comm->config.connectAllMaxRanks;
   comm->config.connectNeighboursOnly =
-      mode == Connect::kNeighbours || (mode == Connect::kAuto && nranks > kEagerConnectRanks);
-  comm->config.connectOnFirstUse = mode == Connect::kAuto && nranks > kEagerConnectRanks;
+      mode == Connect::kNeighbours || (mode == Connect::kAuto && beyondAllPairs);
+  comm->config.connectOnFirstUse = mode == Connect::kAuto && beyondAllPairs;
 
   UniqueIdFields f;
   memcpy(&f, id.internal, sizeof(f));

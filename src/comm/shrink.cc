@@ -154,7 +154,7 @@ ncclResult_t commShrink(ncclComm* parent, const std::vector<int>& excluded,
                     "shrink: rank %d (the first survivor) is not connected to rank %d under "
                     "BRAID_CONNECT=neighbours (or auto beyond %d ranks); shrink needs every pair "
                     "connected at init: BRAID_CONNECT=all",
-                    leader, s, kEagerConnectRanks);
+                    leader, s, parent->config.connectAllMaxRanks);
   }
   // A survivor may still be inside the failed operation for up to one deadline (it waits on a
   // peer that has already left), so the others may wait that much longer here.

@@ -32,6 +32,11 @@ ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
   c.connect = connect == "all"          ? CommConfig::Connect::kAll
               : connect == "neighbours" ? CommConfig::Connect::kNeighbours
                                         : CommConfig::Connect::kAuto;
+  const int64_t allMax = envInt("BRAID_CONNECT_ALL_MAX_RANKS", kEagerConnectRanks);
+  if (allMax < 1 || allMax > (1 << 24))
+    return fail(ncclInvalidArgument, "BRAID_CONNECT_ALL_MAX_RANKS=%lld: must be in [1, 16777216]",
+                static_cast<long long>(allMax));
+  c.connectAllMaxRanks = static_cast<int>(allMax);
   const std::string ringOrder = envString("BRAID_RING_ORDER", "host");
   if (ringOrder != "host" && ringOrder != "rank")
     return fail(ncclInvalidArgument, "BRAID_RING_ORDER=%s: must be host or rank",

@@ -13,7 +13,8 @@
 namespace braid {
 
 /// Under BRAID_CONNECT=auto, communicators of up to this many ranks connect every pair at init:
-/// few enough connections to make at once, and the one-shot algorithms need them.
+/// few enough connections to make at once, and the one-shot algorithms need them
+/// (BRAID_CONNECT_ALL_MAX_RANKS changes it).
 constexpr int kEagerConnectRanks = 32;
 
 struct CommConfig {
@@ -35,9 +36,11 @@ struct CommConfig {
   /// only) or auto (all up to kEagerConnectRanks ranks; beyond, neighbours at init and any other
   /// pair when a send or receive first needs it)
   enum class Connect { kAuto, kAll, kNeighbours } connect = Connect::kAuto;
+  /// BRAID_CONNECT_ALL_MAX_RANKS: under auto, the most ranks that still connect every pair at init
+  int connectAllMaxRanks = kEagerConnectRanks;
   /// Init connects only the neighbours (set by commInit from `connect` and the rank count).
   bool connectNeighboursOnly = false;
-  /// A send or receive may connect a pair init did not (auto beyond kEagerConnectRanks).
+  /// A send or receive may connect a pair init did not (auto beyond connectAllMaxRanks).
   bool connectOnFirstUse = false;
   /// BRAID_RING_ORDER=host (default): rings visit each host's ranks one after another;
   /// rank: rings follow rank numbers

@@ -1,11 +1,14 @@
-// Connections on first use (BRAID_CONNECT=auto, the default): beyond kEagerConnectRanks ranks
-// init connects only the ring's, trees' and hierarchical neighbours, and a send or receive to
-// any other peer connects that pair when it first runs. Exact results for collectives and for
-// point-to-point patterns that need non-neighbours (a shift by half the ranks, an alltoall),
-// over same-process, shared-memory and TCP connections; BRAID_CONNECT=neighbours refuses them
-// with an error naming the pair; BRAID_CONNECT=all and values that are not a mode.
+// Connections on first use (BRAID_CONNECT=auto, the default): beyond BRAID_CONNECT_ALL_MAX_RANKS
+// ranks (32) init connects only the ring's, trees' and hierarchical neighbours, and a send or
+// receive to any other peer connects that pair when it first runs. Exact results for collectives
+// and for point-to-point patterns that need non-neighbours (a shift by half the ranks, an
+// alltoall), over same-process, shared-memory and TCP connections; BRAID_CONNECT=neighbours refuses
+// them with an error naming the pair; BRAID_CONNECT=all and values that are not a mode. Most tests
+// run 9 ranks with the threshold lowered to 4 (the same code paths, and quick enough for the TSan
+// pass); one runs 36 ranks at the default threshold.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,7 +19,9 @@ namespace {
 
 using braid::test::RankContext;
 
-constexpr int kRanks = 36;  // beyond kEagerConnectRanks (32)
+constexpr int kRanks = 9;                  // beyond kAllMaxRanks
+constexpr const char* kAllMaxRanks = "4";  // BRAID_CONNECT_ALL_MAX_RANKS in these tests
+constexpr int kDefaultBeyond = 36;         // beyond the default threshold (32)
 
 int32_t value(int from, int to, size_t i) {
   return static_cast<int32_t>(from * 100003 + to * 7919 + i);
@@ -75,11 +80,21 @@ braid::test::RunOptions options(std::vector<std::pair<std::string, std::string>>
   o.env.push_back({"BRAID_SLOT_BYTES", "4096"});
   o.env.push_back({"BRAID_NSLOTS", "2"});
   o.env.push_back({"BRAID_TIMEOUT_S", "60"});
+  if (std::none_of(o.env.begin(), o.env.end(),
+                   [](const auto& kv) { return kv.first == "BRAID_CONNECT_ALL_MAX_RANKS"; }))
+    o.env.push_back({"BRAID_CONNECT_ALL_MAX_RANKS", kAllMaxRanks});
   return o;
 }
 
 TEST(ConnectOnFirstUse, Threads) {
   auto report = braid::test::runThreads(kRanks, farPeers, options({}));
+  BRAID_ASSERT_ALL_RANKS_OK(report);
+}
+
+TEST(ConnectOnFirstUse, ThreadsBeyondTheDefaultThreshold) {
+  auto o = options({});
+  std::erase_if(o.env, [](const auto& kv) { return kv.first == "BRAID_CONNECT_ALL_MAX_RANKS"; });
+  auto report = braid::test::runThreads(kDefaultBeyond, farPeers, o);
   BRAID_ASSERT_ALL_RANKS_OK(report);
 }
 
@@ -121,6 +136,22 @@ TEST(ConnectOnFirstUse, NeighboursOnlyRefusesFarPeers) {
         ncclCommAbort(comm);
       },
       options({{"BRAID_CONNECT", "neighbours"}}));
+  BRAID_ASSERT_ALL_RANKS_OK(report);
+}
+
+TEST(ConnectOnFirstUse, ThresholdOutOfRangeIsAnInvalidArgument) {
+  auto report = braid::test::runThreads(
+      2,
+      [](RankContext& ctx) {
+        ncclComm_t comm = nullptr;
+        const ncclResult_t r = ncclCommInitRank(&comm, ctx.nranks(), ctx.id(), ctx.rank());
+        const std::string text = ncclGetLastError(nullptr);
+        if (r != ncclInvalidArgument ||
+            text.find("BRAID_CONNECT_ALL_MAX_RANKS=0") == std::string::npos)
+          ctx.fail("init: " + std::string(ncclGetErrorString(r)) + ": " + text);
+        if (r == ncclSuccess) ncclCommDestroy(comm);
+      },
+      options({{"BRAID_CONNECT_ALL_MAX_RANKS", "0"}}));
   BRAID_ASSERT_ALL_RANKS_OK(report);
 }
 
