@@ -16,6 +16,7 @@ class PidLiveness : public LivenessCheck {
   PidLiveness(int pid, uint64_t startTime, int rank)
       : pid_(pid), startTime_(startTime), rank_(rank) {}
   ncclResult_t check() override;
+  int peerRank() const override { return rank_; }
 
  private:
   int pid_;

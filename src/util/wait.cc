@@ -45,9 +45,18 @@ ncclResult_t waitSlow(const WaitPolicy& policy, const WakeWord& w, bool (*ready)
       lastStallCheck = now;
       if (ncclResult_t r = policy.stall->onStall(w); r != ncclSuccess) return r;
     }
-    if (deadline.expired())
+    if (deadline.expired()) {
+      // A peer that passes this last check is running: it is silent, not gone.
+      if (peer)
+        if (ncclResult_t r = peer->check(); r != ncclSuccess) return addContext(r, "%s", what);
+      if (peer && peer->peerRank() >= 0)
+        return fail(ncclRemoteError,
+                    "%s: timed out after %.1f s (BRAID_TIMEOUT_S) waiting for rank %d, which is "
+                    "alive but has not answered",
+                    what, policy.timeoutS, peer->peerRank());
       return fail(ncclRemoteError, "%s: timed out after %.1f s (BRAID_TIMEOUT_S)", what,
                   policy.timeoutS);
+    }
   }
 }
 

@@ -26,6 +26,8 @@ class LivenessCheck {
   /// Cuts the connection so its far end (a proxy thread) can no longer touch memory this rank
   /// lent it (fifo.h: FifoSender::postLent), once a wait for that memory's release failed.
   virtual void sever() {}
+  /// The peer's rank, named when a wait on it times out; -1 where unknown.
+  virtual int peerRank() const { return -1; }
 };
 
 struct WakeWord;
