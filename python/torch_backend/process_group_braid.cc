@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 
 #include <pybind11/pybind11.h>
 
@@ -61,6 +62,8 @@ ProcessGroupBraid::ProcessGroupBraid(const c10::intrusive_ptr<c10d::Store>& stor
   ncclResult_t r = braidStreamCreate(&stream_);
   if (r != ncclSuccess) ncclCommDestroy(comm_);
   checkInit(r, "braidStreamCreate");
+  // Point-to-point channels share the group's deadline.
+  channels_ = std::make_unique<PeerChannels>(store, rank, commTimeoutSeconds());
 }
 
 ProcessGroupBraid::~ProcessGroupBraid() {
@@ -71,6 +74,7 @@ ProcessGroupBraid::~ProcessGroupBraid() {
     if (Py_IsInitialized() && PyGILState_Check()) noGil.emplace();
     // Every queued task ends (with a result or an error): bounded by the deadline.
     braidStreamDestroy(stream_);
+    channels_.reset();
   }
   // Shared bucket memory may outlive the group: its registrations with comm_ go first.
   forgetComm(comm_);
@@ -90,25 +94,41 @@ double ProcessGroupBraid::commTimeoutSeconds() const {
   return seconds;
 }
 
-int ProcessGroupBraid::runTask(void* arg) {
-  std::unique_ptr<Task> task(static_cast<Task*>(arg));
+namespace {
+
+// Runs an operation's Braid call and completes its Work: with the outputs, or with the call's
+// name and Braid's text (read on this thread: ncclGetLastError is per thread).
+void runAndComplete(WorkBraid& work, const char* call, ncclComm_t comm,
+                    const std::function<ncclResult_t()>& body) {
   // Copies in the bodies (list forms) must not record autograd history.
   at::NoGradGuard noGrad;
   ncclResult_t r;
   std::string exceptionText;
   try {
-    r = task->body();
+    r = body();
   } catch (const std::exception& e) {
     r = ncclInternalError;
     exceptionText = e.what();
   }
   if (r == ncclSuccess) {
-    task->work->succeed();
-  } else {
-    std::string text = exceptionText.empty() ? ncclGetLastError(task->comm) : exceptionText;
-    task->work->failWith(std::string("braid ") + task->call + " failed: " + ncclGetErrorString(r) +
-                         ": " + text);
+    work.succeed();
+    return;
   }
+  std::string text = exceptionText.empty() ? ncclGetLastError(comm) : exceptionText;
+  // A deadline is not "remote process exited or there was a network error" (NCCL's text for
+  // ncclRemoteError): say it timed out, as torch's other backends do, then Braid's text, which
+  // names the silent rank.
+  const bool timedOut = text.find("timed out after") != std::string::npos;
+  work.failWith(std::string("braid ") + call + " failed: " +
+                (timedOut ? "Timed out before a peer answered" : ncclGetErrorString(r)) + ": " +
+                text);
+}
+
+}  // namespace
+
+int ProcessGroupBraid::runTask(void* arg) {
+  std::unique_ptr<Task> task(static_cast<Task*>(arg));
+  runAndComplete(*task->work, task->call, task->comm, task->body);
   return 0;  // errors live in the Work: the stream must keep running later tasks
 }
 
@@ -302,30 +322,40 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::_reduce_scatter_base(
                  [=] { return ncclReduceScatter(src, dst, n, type, op, comm, nullptr); });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::send(std::vector<at::Tensor>& tensors,
-                                                       int dstRank, int) {
-  const at::Tensor& t = singleTensor(tensors, "send", "tensor");
-  checkRank(dstRank, size_, "send", "dst");
-  TORCH_CHECK_VALUE(dstRank != rank_, "braid send: dst=", dstRank, " is this rank");
-  ncclDataType_t type = toBraidType(t.scalar_type(), "send", false);
-  const void* p = t.data_ptr();
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::postToPeer(c10d::OpType type, const char* call,
+                                                             const at::Tensor& t, int peer,
+                                                             int tag) {
+  checkRank(peer, size_, call, type == c10d::OpType::SEND ? "dst" : "src");
+  TORCH_CHECK_VALUE(peer != rank_, "braid ", call, ": ", type == c10d::OpType::SEND ? "dst" : "src",
+                    "=", peer, " is this rank");
+  const bool send = type == c10d::OpType::SEND;
+  ncclDataType_t dtype = toBraidType(t.scalar_type(), call, false);
+  void* p = t.data_ptr();
   size_t n = t.numel();
-  ncclComm_t comm = comm_;
-  return enqueue(c10d::OpType::SEND, "send", {t}, {},
-                 [=] { return ncclSend(p, n, type, dstRank, comm, nullptr); });
+  auto work = c10::make_intrusive<WorkBraid>(rank_, type, std::vector<at::Tensor>{t});
+  // The body holds the tensor until it has run.
+  channels_->post(peer, send, tag,
+                  [work, t, call, send, p, n, dtype](ncclComm_t comm, int peerInChannel,
+                                                     const std::string& setupError) {
+                    runAndComplete(*work, call, comm, [&]() -> ncclResult_t {
+                      if (!comm) throw std::runtime_error(setupError);
+                      return send ? ncclSend(p, n, dtype, peerInChannel, comm, nullptr)
+                                  : ncclRecv(p, n, dtype, peerInChannel, comm, nullptr);
+                    });
+                  });
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::send(std::vector<at::Tensor>& tensors,
+                                                       int dstRank, int tag) {
+  return postToPeer(c10d::OpType::SEND, "send", singleTensor(tensors, "send", "tensor"), dstRank,
+                    tag);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::recv(std::vector<at::Tensor>& tensors,
-                                                       int srcRank, int) {
-  const at::Tensor& t = singleTensor(tensors, "recv", "tensor");
-  checkRank(srcRank, size_, "recv", "src");
-  TORCH_CHECK_VALUE(srcRank != rank_, "braid recv: src=", srcRank, " is this rank");
-  ncclDataType_t type = toBraidType(t.scalar_type(), "recv", false);
-  void* p = t.data_ptr();
-  size_t n = t.numel();
-  ncclComm_t comm = comm_;
-  return enqueue(c10d::OpType::RECV, "recv", {t}, {},
-                 [=] { return ncclRecv(p, n, type, srcRank, comm, nullptr); });
+                                                       int srcRank, int tag) {
+  return postToPeer(c10d::OpType::RECV, "recv", singleTensor(tensors, "recv", "tensor"), srcRank,
+                    tag);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::barrier(const c10d::BarrierOptions&) {

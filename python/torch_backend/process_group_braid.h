@@ -7,11 +7,13 @@
 // completes its Work: with the outputs, or with Braid's error text (ncclGetLastError is per
 // thread, so it is read on the thread that failed). The host function always returns 0, so a
 // failure never leaves the stream skipping later work: every Work completes; after a failure the
-// communicator is failed and later calls fail at once with the same text.
+// communicator is failed and later calls fail at once with the same text. Sends and receives run
+// on channels of their own (peer_channels.h), so no posting order of them can deadlock.
 #pragma once
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@
 
 #include "braid/braid.h"
 #include "nccl.h"
+#include "peer_channels.h"
 
 namespace braid_torch {
 
@@ -51,6 +54,23 @@ class ProcessGroupBraid : public c10d::ProcessGroup {
                                                 const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
       at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
+  // process_group_exchange.cc: gather, scatter, all_to_all, allgather_coalesced.
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& outputSplits,
+                                               std::vector<int64_t>& inputSplits,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank,
                                       int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
@@ -69,11 +89,16 @@ class ProcessGroupBraid : public c10d::ProcessGroup {
                                          std::vector<at::Tensor> keepAlive,
                                          std::function<ncclResult_t()> body);
 
+  // Queues a send or receive of `t` on the channel for (peer, direction, tag) (peer_channels.h).
+  c10::intrusive_ptr<c10d::Work> postToPeer(c10d::OpType type, const char* call,
+                                            const at::Tensor& t, int peer, int tag);
+
   struct Task;
   static int runTask(void* task);
 
   ncclComm_t comm_ = nullptr;
   braidStream_t stream_ = nullptr;
+  std::unique_ptr<PeerChannels> channels_;
 };
 
 }  // namespace braid_torch

@@ -3,6 +3,9 @@ killed during a collective and under DDP's backward, a peer that stops calling (
 becomes Braid's deadline), and bad arguments (refused on the caller's thread, the group stays
 usable)."""
 
+import os
+import re
+
 import pytest
 
 torch = pytest.importorskip("torch", reason="BRAID-TORCH-SKIP: torch is not installed")
@@ -97,8 +100,42 @@ def _silent_peer(rank, world):
     with pytest.raises(RuntimeError, match="braid allreduce failed.*timed out") as failure:
         dist.all_reduce(torch.ones(10))
     elapsed = time.monotonic() - start
-    print(f"rank 0: error after {elapsed:.2f} s: {failure.value}", flush=True)
+    text = str(failure.value)
+    print(f"rank 0: error after {elapsed:.2f} s: {text}", flush=True)
     assert 2.5 < elapsed < 8, elapsed
+    # What happened, in words torch's own timeout tests look for (distributed_test.py's
+    # _test_barrier_timeout matches " (Timed out|closed|timeout) "), naming the silent rank.
+    assert re.search(" (Timed out|closed|timeout) ", text), text
+    assert "waiting for rank 1, which is alive but has not answered" in text, text
+    assert "remote process exited" not in text, text
+
+
+def _silent_peer_barrier(rank, world):
+    import datetime
+    import time
+
+    import torch.distributed as dist
+
+    import braid.torch  # noqa: F401
+
+    dist.init_process_group("braid", rank=rank, world_size=world)
+    group = dist.new_group(timeout=datetime.timedelta(seconds=1))
+    if rank == 0:  # as torch's test_barrier_timeout_full_group: only rank 0 enters the barrier
+        start = time.monotonic()
+        with pytest.raises(RuntimeError) as failure:
+            dist.barrier(group)
+        elapsed = time.monotonic() - start
+        text = str(failure.value)
+        assert re.search(" (Timed out|closed|timeout) ", text), text
+        assert "waiting for rank 1" in text, text
+        assert 0.9 < elapsed < 5, elapsed
+    else:
+        time.sleep(3)
+
+
+@pytest.mark.skipif("BRAID_TIMEOUT_S" in os.environ, reason="BRAID_TIMEOUT_S would win over torch's timeout")
+def test_barrier_with_a_timeout():
+    run_ranks(_silent_peer_barrier, 2, timeout=60)
 
 
 def test_silent_peer_meets_torch_timeout():
