@@ -206,6 +206,8 @@ class FifoReceiver {
     return true;
   }
   bool closed() const { return ctrl_->closed.load(std::memory_order_relaxed) != 0; }
+  /// Something has arrived that wait() has not yet returned (braidCommProbe).
+  bool hasData() const { return ctrl_->head.load(std::memory_order_acquire) != tail_; }
   LivenessCheck* liveness() const { return peer_; }
   /// Where the payload of the slot returned by wait()/tryWait() is: lent memory of the sender
   /// (FifoSender::postLent) or the slot itself.

@@ -83,6 +83,13 @@ typedef struct {
 /// Call it between operations, not while another thread has a call in progress on `comm`.
 ncclResult_t braidCommGetTraffic(ncclComm_t comm, braidTraffic_t* traffic);
 
+/// *arrived = 1 when data from `peer` has reached this rank and no receive has taken it yet (a
+/// send has begun that this rank has not received); 0 otherwise, also where no connection to
+/// `peer` exists yet. MPI_Iprobe's question for one peer, without the message's size: what a
+/// receive from any source asks of each candidate before it receives. Call it between
+/// operations, not while another thread has a call in progress on `comm`.
+ncclResult_t braidCommProbe(ncclComm_t comm, int peer, int* arrived);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -13,6 +13,7 @@
 // traffic as with gloo: a program waits on a Work before it reads the tensor.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -47,21 +48,31 @@ class PeerChannels {
   /// `peer` to this rank (receive) under `tag`; makes the channel first if it is new.
   void post(int peer, bool send, int tag, Body body);
 
-  /// How many channels this rank has made (for tests).
-  size_t count() const;
+  /// A receive from any source under `tag`: polls every peer's channel for `tag` (making those
+  /// not yet made) with braidCommProbe, on a thread of its own, and posts `receive(source)` on
+  /// the first channel where a message is waiting and no receive is queued, so it never takes a
+  /// message a receive posted earlier to that peer is owed. Receives from any source match in
+  /// posting order. After the deadline, `receive(-1)` runs with the channel arguments empty and
+  /// a text saying who was waited for.
+  void postAnySource(int size, int tag, std::function<Body(int source)> receive);
 
  private:
   struct Channel;
   using Key = std::tuple<int, bool, int>;  // peer, send, tag
 
   Channel& channelFor(int peer, bool send, int tag);
-  static void connect(Channel& c, c10d::Store& store, double deadlineS);
+  void connect(Channel& c);
+  void enqueue(Channel& c, Body body);
+  // True when `source` sent a message under `tag` that is waiting and nothing queued is owed it.
+  bool waitingFrom(int source, int tag);
 
   c10::intrusive_ptr<c10d::Store> store_;
   int rank_;
   double deadlineS_;
+  std::atomic<bool> closing_{false};  // set by the destructor: set-up waits give up
   mutable std::mutex mu_;
   std::map<Key, std::unique_ptr<Channel>> channels_;
+  braidStream_t anySource_ = nullptr;  // runs receives from any source, made on first use
 };
 
 }  // namespace braid_torch

@@ -358,6 +358,28 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::recv(std::vector<at::Tensor>& 
                     tag);
 }
 
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::recvAnysource(std::vector<at::Tensor>& tensors,
+                                                                int tag) {
+  const at::Tensor& t = singleTensor(tensors, "recv", "tensor");
+  TORCH_CHECK_VALUE(size_ > 1, "braid recv from any source: the group has no other rank");
+  ncclDataType_t dtype = toBraidType(t.scalar_type(), "recv", false);
+  void* p = t.data_ptr();
+  size_t n = t.numel();
+  auto work = c10::make_intrusive<WorkBraid>(rank_, c10d::OpType::RECVANYSOURCE,
+                                             std::vector<at::Tensor>{t});
+  channels_->postAnySource(size_, tag, [work, t, p, n, dtype](int source) -> PeerChannels::Body {
+    return [work, t, p, n, dtype, source](ncclComm_t comm, int peerInChannel,
+                                          const std::string& setupError) {
+      work->setSourceRank(source);
+      runAndComplete(*work, "recv from any source", comm, [&]() -> ncclResult_t {
+        if (!comm) throw std::runtime_error(setupError);
+        return ncclRecv(p, n, dtype, peerInChannel, comm, nullptr);
+      });
+    };
+  });
+  return work;
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::barrier(const c10d::BarrierOptions&) {
   ncclComm_t comm = comm_;
   return enqueue(c10d::OpType::BARRIER, "barrier", {}, {}, [=] { return braidBarrier(comm); });

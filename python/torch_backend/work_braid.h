@@ -17,6 +17,10 @@ class WorkBraid : public c10d::Work {
 
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   std::vector<at::Tensor> result() override { return outputs_; }
+  /// The sender of a receive from any source (torch's Work._source_rank()); set before the
+  /// work completes.
+  int sourceRank() const override { return sourceRank_; }
+  void setSourceRank(int rank) { sourceRank_ = rank; }
 
   /// Marks the work done and completes the future with the outputs; called once.
   void succeed();
@@ -26,6 +30,7 @@ class WorkBraid : public c10d::Work {
 
  private:
   std::vector<at::Tensor> outputs_;
+  int sourceRank_ = -1;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 

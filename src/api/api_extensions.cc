@@ -115,3 +115,17 @@ extern "C" BRAID_EXPORT ncclResult_t braidCommGetTraffic(ncclComm_t comm, braidT
     return ncclSuccess;
   });
 }
+
+extern "C" BRAID_EXPORT ncclResult_t braidCommProbe(ncclComm_t comm, int peer, int* arrived) {
+  return apiGuard("braidCommProbe", [&] {
+    BRAID_TRY(checkComm(comm, false));
+    if (!arrived) return fail(ncclInvalidArgument, "arrived is NULL");
+    const Team& team = comm->team;
+    if (peer < 0 || peer >= team.nranks || peer == team.rank)
+      return fail(ncclInvalidArgument, "peer=%d: must be another rank of the %d", peer,
+                  team.nranks);
+    const bool connected = peer < static_cast<int>(team.recvFrom.size()) && team.recvFrom[peer];
+    *arrived = connected && team.recvFrom[peer]->fifo().hasData() ? 1 : 0;
+    return ncclSuccess;
+  });
+}

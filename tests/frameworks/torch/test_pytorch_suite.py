@@ -1,0 +1,86 @@
+"""PyTorch's own distributed tests (pytorch_suite.py) over gloo and over Braid in one run: Braid
+must pass every selected test that gloo passes, and may skip only what the suite skips for gloo.
+
+CI runs CI_TESTS at 2 ranks (about 4 minutes on 2 cores). BRAID_TORCH_SUITE_WORLDS=2,3 adds 3
+ranks and BRAID_TORCH_SUITE_ALL=1 runs every test of the suite (279 per world size);
+`tools/torch-suite` does both. The suite needs expecttest, which tools/setup-frameworks installs
+into $BRAID_TORCH_SUITE_VENV."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="BRAID-TORCH-SKIP: torch is not installed")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VENV = os.environ.get("BRAID_TORCH_SUITE_VENV", "/opt/braid/torch-suite-venv")
+PYTHON = os.path.join(VENV, "bin", "python")
+
+# The suite's tests that gloo runs on CPU at 2 ranks (of its collectives, point-to-point,
+# barriers, object collectives, DDP and group tests): CI's selection. Others skip for gloo too
+# (CUDA, NCCL or MPI only, 4 ranks, file:// init), or are in the whole suite (tools/torch-suite).
+CI_TESTS = """
+test_DistributedDataParallelCPU test_DistributedDataParallelCPU_grad_is_view
+test_accumulate_gradients_no_sync test_accumulate_gradients_no_sync_allreduce_hook
+test_accumulate_gradients_no_sync_allreduce_with_then_hook test_accumulate_gradients_no_sync_grad_is_view
+test_all_gather test_all_gather_coalesced_complex test_all_gather_coalesced_full_group
+test_all_gather_coalesced_simple test_all_gather_coalesced_with_empty test_all_gather_complex
+test_all_gather_full_group test_all_gather_object_default_pg test_all_gather_object_subgroup
+test_all_reduce_coalesced_max test_all_reduce_coalesced_max_complex_unsupported
+test_all_reduce_coalesced_sum test_all_reduce_max test_all_reduce_min test_all_reduce_product
+test_all_reduce_sum test_all_reduce_sum_async test_all_reduce_sum_complex test_barrier
+test_barrier_full_group test_barrier_timeout_full_group test_batch_isend_irecv_gloo
+test_batch_isend_irecv_gloo_tags test_broadcast test_broadcast_full_group test_broadcast_object_list
+test_gather test_gather_checks test_gather_full_group test_gather_object test_gather_object_subgroup
+test_irecv test_isend test_isend_autograd_profiler test_isend_torch_profiler test_reduce_max
+test_reduce_sum test_reduce_sum_twice test_scatter test_scatter_checks test_scatter_complex
+test_scatter_full_group test_scatter_object_list test_send_recv test_send_recv_any_source
+test_send_recv_any_source_autograd_profiler test_send_recv_any_source_torch_profiler
+test_send_recv_autograd_profiler test_send_recv_torch_profiler test_send_recv_with_tag
+test_send_recv_with_tag_autograd_profiler test_send_recv_with_tag_torch_profiler
+""".split()
+WORLDS = [int(w) for w in os.environ.get("BRAID_TORCH_SUITE_WORLDS", "2").split(",")]
+
+
+def _run_suite(backend, world, report, patterns):
+    env = dict(os.environ, BACKEND=backend, WORLD_SIZE=str(world), TEMP_DIR=str(report.parent))
+    env.pop("BRAID_TIMEOUT_S", None)  # the suite's own timeouts must reach the backend
+    cmd = [PYTHON, os.path.join(HERE, "pytorch_suite.py"), "--exact", "--report", str(report)]
+    for p in patterns:
+        cmd += ["-k", p]
+    proc = subprocess.run(cmd, env=env, cwd=report.parent, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=3000)
+    if not report.exists():
+        pytest.fail(f"the suite over {backend} wrote no report:\n{proc.stdout[-6000:]}")
+    with open(report) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("world", WORLDS)
+def test_braid_passes_what_gloo_passes(world, tmp_path):
+    if subprocess.run([PYTHON, "-c", "import torch, expecttest"],
+                      capture_output=True).returncode != 0:
+        pytest.skip(f"BRAID-TORCH-SKIP: {PYTHON} cannot import torch and expecttest "
+                    "(tools/setup-frameworks installs them)")
+    patterns = [] if os.environ.get("BRAID_TORCH_SUITE_ALL") == "1" else CI_TESTS
+    (tmp_path / "gloo").mkdir()
+    (tmp_path / "braid").mkdir()
+    gloo = _run_suite("gloo", world, tmp_path / "gloo" / "report.json", patterns)
+    braid = _run_suite("braid", world, tmp_path / "braid" / "report.json", patterns)
+    lost, extra_skips = [], []
+    for name, outcome in sorted(gloo.items()):
+        mine = braid.get(name, "missing")
+        if outcome == "ok" and mine != "ok":
+            lost.append(f"{name}: {mine[:1500]}")
+        if not outcome.startswith("skipped") and mine.startswith("skipped"):
+            extra_skips.append(f"{name}: {mine}")
+    counts = {b: {k: sum(v.startswith(k) for v in r.values()) for k in ("ok", "skipped", "failed")}
+              for b, r in (("gloo", gloo), ("braid", braid))}
+    print(f"world {world}: {json.dumps(counts)}")
+    sys.stdout.flush()
+    assert not lost and not extra_skips, (
+        f"gloo passes, Braid does not ({len(lost)}):\n" + "\n".join(lost) +
+        f"\nskipped for Braid only ({len(extra_skips)}):\n" + "\n".join(extra_skips))
