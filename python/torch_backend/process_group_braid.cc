@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include "reduce_ops.h"
 #include "shared_allocator.h"
 #include "tensor_checks.h"
 #include "work_braid.h"
@@ -165,9 +166,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::broadcast(std::vector<at::Tens
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allreduce(std::vector<at::Tensor>& tensors,
                                                             const c10d::AllreduceOptions& opts) {
+  if (tensors.size() == 1 && tensors[0].defined() && tensors[0].is_sparse())
+    return sparseAllreduce(tensors[0], opts);
   const at::Tensor& t = singleTensor(tensors, "allreduce", "tensors");
   ncclDataType_t type = toBraidType(t.scalar_type(), "allreduce", true);
-  ncclRedOp_t op = toBraidOp(opts.reduceOp, "allreduce");
+  BraidReduceOp op = toBraidOp(opts.reduceOp, "allreduce");
+  at::ScalarType dtype = t.scalar_type();
   void* p = t.data_ptr();
   size_t n = t.numel();
   ncclComm_t comm = comm_;
@@ -175,30 +179,45 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allreduce(std::vector<at::Tens
   // Registration is local in Braid: each allreduce's ranks tell each other whether their
   // buffers are registered, and take ZeroCopy only when every rank's are.
   registerSharedRange(comm, p, t.nbytes());
-  return enqueue(c10d::OpType::ALLREDUCE, "allreduce", {t}, {},
-                 [=] { return ncclAllReduce(p, p, n, type, op, comm, nullptr); });
+  return enqueue(c10d::OpType::ALLREDUCE, "allreduce", {t}, {}, [=] {
+    return withReduceOp(op, dtype, comm, [&](ncclRedOp_t o) {
+      return ncclAllReduce(p, p, n, type, o, comm, nullptr);
+    });
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   TORCH_CHECK_VALUE(!tensors.empty(), "braid allreduce_coalesced: tensors is empty");
-  ncclRedOp_t op = toBraidOp(opts.reduceOp, "allreduce_coalesced");
+  BraidReduceOp op = toBraidOp(opts.reduceOp, "allreduce_coalesced");
   struct Call {
     void* p;
     size_t n;
     ncclDataType_t type;
+    at::ScalarType dtype;
   };
   std::vector<Call> calls;
   for (size_t i = 0; i < tensors.size(); i++) {
     checkTensor(tensors[i], "allreduce_coalesced", "tensors[" + std::to_string(i) + "]");
     calls.push_back({tensors[i].data_ptr(), static_cast<size_t>(tensors[i].numel()),
-                     toBraidType(tensors[i].scalar_type(), "allreduce_coalesced", true)});
+                     toBraidType(tensors[i].scalar_type(), "allreduce_coalesced", true),
+                     tensors[i].scalar_type()});
   }
   ncclComm_t comm = comm_;
   for (const at::Tensor& t : tensors) registerSharedRange(comm, t.data_ptr(), t.nbytes());
   return enqueue(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, {}, [=] {
+    if (op.premulFactor) {
+      // One pre-multiplied operator per dtype, so each call runs on its own.
+      for (const Call& c : calls) {
+        ncclResult_t r = withReduceOp(op, c.dtype, comm, [&](ncclRedOp_t o) {
+          return ncclAllReduce(c.p, c.p, c.n, c.type, o, comm, nullptr);
+        });
+        if (r != ncclSuccess) return r;
+      }
+      return ncclSuccess;
+    }
     ncclGroupStart();
-    for (const Call& c : calls) ncclAllReduce(c.p, c.p, c.n, c.type, op, comm, nullptr);
+    for (const Call& c : calls) ncclAllReduce(c.p, c.p, c.n, c.type, op.op, comm, nullptr);
     return ncclGroupEnd();
   });
 }
@@ -208,13 +227,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce(std::vector<at::Tensor>
   const at::Tensor& t = singleTensor(tensors, "reduce", "tensors");
   checkRank(opts.rootRank, size_, "reduce", "dst");
   ncclDataType_t type = toBraidType(t.scalar_type(), "reduce", true);
-  ncclRedOp_t op = toBraidOp(opts.reduceOp, "reduce");
+  BraidReduceOp op = toBraidOp(opts.reduceOp, "reduce");
+  at::ScalarType dtype = t.scalar_type();
   void* p = t.data_ptr();
   size_t n = t.numel();
   int root = static_cast<int>(opts.rootRank);
   ncclComm_t comm = comm_;
-  return enqueue(c10d::OpType::REDUCE, "reduce", {t}, {},
-                 [=] { return ncclReduce(p, p, n, type, op, root, comm, nullptr); });
+  return enqueue(c10d::OpType::REDUCE, "reduce", {t}, {}, [=] {
+    return withReduceOp(op, dtype, comm, [&](ncclRedOp_t o) {
+      return ncclReduce(p, p, n, type, o, root, comm, nullptr);
+    });
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allgather(
@@ -290,7 +313,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce_scatter(
                       ins[i].numel(), " elements, the output has ", out.numel());
   }
   ncclDataType_t type = toBraidType(out.scalar_type(), "reduce_scatter", true);
-  ncclRedOp_t op = toBraidOp(opts.reduceOp, "reduce_scatter");
+  BraidReduceOp op = toBraidOp(opts.reduceOp, "reduce_scatter");
+  at::ScalarType dtype = out.scalar_type();
   at::Tensor flat = at::empty({static_cast<int64_t>(size_) * out.numel()}, out.options());
   void* dst = out.data_ptr();
   size_t n = out.numel();
@@ -300,7 +324,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce_scatter(
   return enqueue(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", {out}, keep, [=] {
     // Packs the inputs into one send buffer on the stream's thread, in queue order.
     for (size_t i = 0; i < ins.size(); i++) flat.narrow(0, i * n, n).copy_(ins[i].reshape(-1));
-    return ncclReduceScatter(flat.data_ptr(), dst, n, type, op, comm, nullptr);
+    return withReduceOp(op, dtype, comm, [&](ncclRedOp_t o) {
+      return ncclReduceScatter(flat.data_ptr(), dst, n, type, o, comm, nullptr);
+    });
   });
 }
 
@@ -313,13 +339,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::_reduce_scatter_base(
                     "braid _reduce_scatter_base: input has ", input.numel(),
                     " elements, expected world size ", size_, " x output's ", output.numel());
   ncclDataType_t type = toBraidType(input.scalar_type(), "_reduce_scatter_base", true);
-  ncclRedOp_t op = toBraidOp(opts.reduceOp, "_reduce_scatter_base");
+  BraidReduceOp op = toBraidOp(opts.reduceOp, "_reduce_scatter_base");
+  at::ScalarType dtype = input.scalar_type();
   const void* src = input.data_ptr();
   void* dst = output.data_ptr();
   size_t n = output.numel();
   ncclComm_t comm = comm_;
   return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output}, {input},
-                 [=] { return ncclReduceScatter(src, dst, n, type, op, comm, nullptr); });
+                 [=] {
+                   return withReduceOp(op, dtype, comm, [&](ncclRedOp_t o) {
+                     return ncclReduceScatter(src, dst, n, type, o, comm, nullptr);
+                   });
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::postToPeer(c10d::OpType type, const char* call,

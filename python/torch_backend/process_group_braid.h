@@ -94,6 +94,10 @@ class ProcessGroupBraid : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> postToPeer(c10d::OpType type, const char* call,
                                             const at::Tensor& t, int peer, int tag);
 
+  // process_group_sparse.cc: all_reduce of a sparse COO tensor (SUM), as gloo does it.
+  c10::intrusive_ptr<c10d::Work> sparseAllreduce(const at::Tensor& t,
+                                                 const c10d::AllreduceOptions& opts);
+
   struct Task;
   static int runTask(void* task);
 

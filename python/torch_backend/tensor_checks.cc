@@ -34,25 +34,6 @@ ncclDataType_t toBraidType(at::ScalarType type, const char* call, bool forReduct
                    "uint8; bool for broadcast, all_gather, send and recv)");
 }
 
-ncclRedOp_t toBraidOp(const c10d::ReduceOp& op, const char* call) {
-  switch (op.op_) {
-    case c10d::ReduceOp::SUM:
-      return ncclSum;
-    case c10d::ReduceOp::AVG:
-      return ncclAvg;
-    case c10d::ReduceOp::PRODUCT:
-      return ncclProd;
-    case c10d::ReduceOp::MIN:
-      return ncclMin;
-    case c10d::ReduceOp::MAX:
-      return ncclMax;
-    default:
-      break;
-  }
-  TORCH_CHECK_VALUE(false, "braid ", call, ": reduce op ", static_cast<int>(op.op_),
-                    " is not supported (SUM, AVG, PRODUCT, MIN, MAX)");
-}
-
 void checkTensor(const at::Tensor& t, const char* call, const std::string& what) {
   TORCH_CHECK_VALUE(t.defined(), "braid ", call, ": ", what, " is an undefined tensor");
   TORCH_CHECK_VALUE(t.device().is_cpu(), "braid ", call, ": ", what, " is on device ", t.device(),

@@ -16,9 +16,6 @@ namespace braid_torch {
 /// bytes would not be a bool); data-movement calls move bool tensors as bytes.
 ncclDataType_t toBraidType(at::ScalarType type, const char* call, bool forReduction);
 
-/// Braid's op for torch's, or ValueError (bitwise ops and PREMUL_SUM are not offered).
-ncclRedOp_t toBraidOp(const c10d::ReduceOp& op, const char* call);
-
 /// A dense, contiguous CPU tensor, or an error naming `what` (e.g. "tensors[0]") and the value.
 void checkTensor(const at::Tensor& t, const char* call, const std::string& what);
 

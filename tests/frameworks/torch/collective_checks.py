@@ -88,6 +88,33 @@ def check_allreduce(rank, world):
                 assert value[0] is t or value[0].data_ptr() == t.data_ptr(), what
 
 
+def check_premul_sum(rank, world):
+    """PREMUL_SUM (torch.distributed._make_nccl_premul_sum): every input scaled by the factor,
+    then summed; all_reduce, reduce and reduce_scatter_tensor, a number and a tensor factor
+    (torch 1.13 takes a list of one tensor per device)."""
+    cases = [(torch.float32, 0.5), (torch.float64, 0.25), (torch.bfloat16, 2.0),
+             (torch.int32, 3.0), (torch.float32, [torch.tensor([0.5])])]
+    for dtype, factor in cases:
+        f = factor if isinstance(factor, float) else float(factor[0].item())
+        op = dist._make_nccl_premul_sum(factor)
+        for n in (0, 1, 1031):
+            inputs = [rank_input(r, n * world, dtype, salt=9) for r in range(world)]
+            scaled = torch.stack([x.to(torch.float64) * f for x in inputs]).sum(0).to(dtype)
+            what = f"PREMUL_SUM {dtype} x{f} n={n}"
+            t = inputs[rank].clone()
+            dist.all_reduce(t, op=op)
+            assert_same(t, scaled, f"all_reduce {what}")
+            t = inputs[rank].clone()
+            dist.reduce(t, dst=world - 1, op=op)
+            if rank == world - 1:
+                assert_same(t, scaled, f"reduce {what}")
+            out = torch.full((n,), 7, dtype=dtype)
+            reduce_scatter = getattr(dist, "reduce_scatter_tensor", None) or \
+                dist._reduce_scatter_base  # torch 1.13's name
+            reduce_scatter(out, inputs[rank].clone(), op=op)
+            assert_same(out, scaled[rank * n:(rank + 1) * n], f"reduce_scatter {what}")
+
+
 def check_allreduce_coalesced(rank, world):
     inputs = [[rank_input(r, n, torch.float32, salt=1) for n in (5, 1031)] for r in range(world)]
     mine = [x.clone() for x in inputs[rank]]

@@ -122,7 +122,27 @@ def check_object_collectives(rank, world):
         assert objs[0] == want[root], f"broadcast_object_list from {root}"
 
 
+def check_sparse_all_reduce(rank, world):
+    """all_reduce(SUM) of sparse COO tensors: overlapping and disjoint indices, a rank with no
+    entries, uncoalesced input (an index twice), and a hybrid tensor (a dense dimension)."""
+    def sparse_of(r, shape, dense):
+        g = torch.Generator().manual_seed(4242 + r)
+        nnz = 0 if r == 1 else 3 + 2 * r
+        idx = torch.stack([torch.randint(0, s, (nnz,), generator=g) for s in shape])
+        if nnz:
+            idx[:, -1] = idx[:, 0]  # one index twice: the input is not coalesced
+        vals = torch.randint(-9, 10, (nnz, *dense), generator=g).to(torch.float32)
+        return torch.sparse_coo_tensor(idx, vals, (*shape, *dense))
+
+    for shape, dense in (((50,), ()), ((7, 9), ()), ((11,), (3,))):
+        mine = sparse_of(rank, shape, dense)
+        want = sum(sparse_of(r, shape, dense).to_dense() for r in range(world))
+        dist.all_reduce(mine)
+        assert mine.is_sparse, "sparse all_reduce: the result is no longer sparse"
+        assert_same(mine.to_dense(), want, f"sparse all_reduce shape {shape} dense {dense}")
+
+
 # gloo (torch 1.13) has no list-form all_to_all: its reference run leaves that check out.
 GLOO_LACKS = (check_all_to_all,)
 ALL = (check_gather, check_scatter, check_all_to_all_single, check_all_to_all,
-       check_all_gather_coalesced, check_object_collectives)
+       check_all_gather_coalesced, check_object_collectives, check_sparse_all_reduce)

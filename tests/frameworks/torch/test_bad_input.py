@@ -27,8 +27,10 @@ def _bad_input(rank, world):
          "torch.bool cannot be reduced"),
         # (Non-CPU tensors are refused the same way; torch 1.13's dispatcher routes only CPU and
         # CUDA tensors to a process group, and this CI has no CUDA.)
-        (lambda: dist.all_reduce(torch.ones(4).to_sparse()), ValueError,
+        (lambda: dist.broadcast(torch.ones(4).to_sparse(), src=0), ValueError,
          "has layout Sparse; only dense \\(strided\\) tensors are supported"),
+        (lambda: dist.all_reduce(torch.ones(4).to_sparse(), op=RO.MAX), ValueError,
+         "sparse tensors take SUM only"),
         (lambda: dist.all_reduce(x, op=RO.BAND), ValueError, "reduce op 5 is not supported"),
         (lambda: dist.broadcast(x, src=world + 3), ValueError,
          f"src={world + 3} is not a rank of this group"),

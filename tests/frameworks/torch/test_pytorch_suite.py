@@ -1,7 +1,7 @@
 """PyTorch's own distributed tests (pytorch_suite.py) over gloo and over Braid in one run: Braid
 must pass every selected test that gloo passes, and may skip only what the suite skips for gloo.
 
-CI runs CI_TESTS at 2 ranks (about 4 minutes on 2 cores). BRAID_TORCH_SUITE_WORLDS=2,3 adds 3
+CI runs CI_TESTS at 2 ranks (about 3 minutes on 2 cores). BRAID_TORCH_SUITE_WORLDS=2,3 adds 3
 ranks and BRAID_TORCH_SUITE_ALL=1 runs every test of the suite (279 per world size);
 `tools/torch-suite` does both. The suite needs expecttest, which tools/setup-frameworks installs
 into $BRAID_TORCH_SUITE_VENV."""
@@ -41,6 +41,7 @@ test_scatter_full_group test_scatter_object_list test_send_recv test_send_recv_a
 test_send_recv_any_source_autograd_profiler test_send_recv_any_source_torch_profiler
 test_send_recv_autograd_profiler test_send_recv_torch_profiler test_send_recv_with_tag
 test_send_recv_with_tag_autograd_profiler test_send_recv_with_tag_torch_profiler
+test_sparse_all_reduce_sum
 """.split()
 WORLDS = [int(w) for w in os.environ.get("BRAID_TORCH_SUITE_WORLDS", "2").split(",")]
 

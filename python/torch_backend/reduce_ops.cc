@@ -1,0 +1,53 @@
+#include "reduce_ops.h"
+
+#include <c10/util/Exception.h>
+
+#include "tensor_checks.h"
+
+namespace braid_torch {
+
+BraidReduceOp toBraidOp(const c10d::ReduceOp& op, const char* call) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+      return {ncclSum, std::nullopt};
+    case c10d::ReduceOp::AVG:
+      return {ncclAvg, std::nullopt};
+    case c10d::ReduceOp::PRODUCT:
+      return {ncclProd, std::nullopt};
+    case c10d::ReduceOp::MIN:
+      return {ncclMin, std::nullopt};
+    case c10d::ReduceOp::MAX:
+      return {ncclMax, std::nullopt};
+    case c10d::ReduceOp::PREMUL_SUM: {
+      auto* s = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+      TORCH_CHECK_VALUE(s, "braid ", call, ": PREMUL_SUM without its factor");
+      if (s->tensor_factors.empty()) return {ncclSum, s->double_factor};
+      TORCH_CHECK_VALUE(s->tensor_factors.size() == 1 && s->tensor_factors[0].numel() == 1 &&
+                            s->tensor_factors[0].device().is_cpu(),
+                        "braid ", call,
+                        ": PREMUL_SUM's factor must be a number or one one-element CPU tensor");
+      return {ncclSum, s->tensor_factors[0].item<double>()};
+    }
+    default:
+      break;
+  }
+  TORCH_CHECK_VALUE(false, "braid ", call, ": reduce op ", static_cast<int>(op.op_),
+                    " is not supported (SUM, AVG, PRODUCT, MIN, MAX, PREMUL_SUM)");
+}
+
+ncclResult_t withReduceOp(const BraidReduceOp& op, at::ScalarType dtype, ncclComm_t comm,
+                          const std::function<ncclResult_t(ncclRedOp_t)>& call) {
+  if (!op.premulFactor) return call(op.op);
+  // The factor in the data's own type, read from host memory when the operator is made.
+  at::Tensor factor = at::scalar_tensor(*op.premulFactor, at::TensorOptions().dtype(dtype));
+  ncclRedOp_t premul;
+  ncclResult_t r =
+      ncclRedOpCreatePreMulSum(&premul, factor.data_ptr(), toBraidType(dtype, "PREMUL_SUM", true),
+                               ncclScalarHostImmediate, comm);
+  if (r != ncclSuccess) return r;
+  r = call(premul);
+  ncclRedOpDestroy(premul, comm);
+  return r;
+}
+
+}  // namespace braid_torch
