@@ -36,7 +36,20 @@ struct ProcessGroupBraid::Task {
   ncclComm_t comm;
   std::vector<at::Tensor> keepAlive;
   std::function<ncclResult_t()> body;
+  std::chrono::milliseconds timeout;  // the call's own (options.timeout), or kUnsetTimeout
 };
+
+namespace {
+// The options' timeout of the call being made on this thread (CallTimeout sets it).
+thread_local std::chrono::milliseconds tCallTimeout = c10d::kUnsetTimeout;
+}  // namespace
+
+ProcessGroupBraid::CallTimeout::CallTimeout(std::chrono::milliseconds timeout) {
+  tCallTimeout = timeout;
+}
+ProcessGroupBraid::CallTimeout::~CallTimeout() {
+  tCallTimeout = c10d::kUnsetTimeout;
+}
 
 ProcessGroupBraid::ProcessGroupBraid(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                      int size, std::chrono::milliseconds timeout)
@@ -99,8 +112,10 @@ namespace {
 
 // Runs an operation's Braid call and completes its Work: with the outputs, or with the call's
 // name and Braid's text (read on this thread: ncclGetLastError is per thread).
+// `settle` runs after the call, before the work completes (so a waiter sees what it did).
 void runAndComplete(WorkBraid& work, const char* call, ncclComm_t comm,
-                    const std::function<ncclResult_t()>& body) {
+                    const std::function<ncclResult_t()>& body,
+                    const std::function<void()>& settle = {}) {
   // Copies in the bodies (list forms) must not record autograd history.
   at::NoGradGuard noGrad;
   ncclResult_t r;
@@ -111,11 +126,14 @@ void runAndComplete(WorkBraid& work, const char* call, ncclComm_t comm,
     r = ncclInternalError;
     exceptionText = e.what();
   }
+  std::string text = r == ncclSuccess        ? ""
+                     : exceptionText.empty() ? ncclGetLastError(comm)
+                                             : exceptionText;
+  if (settle) settle();
   if (r == ncclSuccess) {
     work.succeed();
     return;
   }
-  std::string text = exceptionText.empty() ? ncclGetLastError(comm) : exceptionText;
   // A deadline is not "remote process exited or there was a network error" (NCCL's text for
   // ncclRemoteError): say it timed out, as torch's other backends do, then Braid's text, which
   // names the silent rank.
@@ -129,7 +147,16 @@ void runAndComplete(WorkBraid& work, const char* call, ncclComm_t comm,
 
 int ProcessGroupBraid::runTask(void* arg) {
   std::unique_ptr<Task> task(static_cast<Task*>(arg));
-  runAndComplete(*task->work, task->call, task->comm, task->body);
+  if (task->timeout.count() < 0) {
+    runAndComplete(*task->work, task->call, task->comm, task->body);
+    return 0;
+  }
+  // A call's own timeout (c10d's options.timeout) bounds this call alone, as in gloo.
+  double groupTimeout = 0;
+  braidCommGetTimeout(task->comm, &groupTimeout);
+  braidCommSetTimeout(task->comm, task->timeout.count() / 1000.0);
+  runAndComplete(*task->work, task->call, task->comm, task->body,
+                 [&] { braidCommSetTimeout(task->comm, groupTimeout); });
   return 0;  // errors live in the Work: the stream must keep running later tasks
 }
 
@@ -138,7 +165,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::enqueue(c10d::OpType type, con
                                                           std::vector<at::Tensor> keepAlive,
                                                           std::function<ncclResult_t()> body) {
   auto work = c10::make_intrusive<WorkBraid>(rank_, type, std::move(outputs));
-  auto* task = new Task{work, call, comm_, std::move(keepAlive), std::move(body)};
+  auto* task = new Task{work, call, comm_, std::move(keepAlive), std::move(body), tCallTimeout};
   ncclResult_t r = braidStreamLaunchHostFunc(stream_, &ProcessGroupBraid::runTask, task);
   if (r != ncclSuccess) {
     delete task;
@@ -151,6 +178,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::enqueue(c10d::OpType type, con
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::broadcast(std::vector<at::Tensor>& tensors,
                                                             const c10d::BroadcastOptions& opts) {
+  CallTimeout callTimeout(opts.timeout);
   const at::Tensor& t = singleTensor(tensors, "broadcast", "tensors");
   checkRank(opts.rootRank, size_, "broadcast", "src");
   TORCH_CHECK_VALUE(opts.rootTensor == 0, "braid broadcast: rootTensor=", opts.rootTensor,
@@ -166,6 +194,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::broadcast(std::vector<at::Tens
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allreduce(std::vector<at::Tensor>& tensors,
                                                             const c10d::AllreduceOptions& opts) {
+  CallTimeout callTimeout(opts.timeout);
   if (tensors.size() == 1 && tensors[0].defined() && tensors[0].is_sparse())
     return sparseAllreduce(tensors[0], opts);
   const at::Tensor& t = singleTensor(tensors, "allreduce", "tensors");
@@ -188,6 +217,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allreduce(std::vector<at::Tens
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  CallTimeout callTimeout(opts.timeout);
   TORCH_CHECK_VALUE(!tensors.empty(), "braid allreduce_coalesced: tensors is empty");
   BraidReduceOp op = toBraidOp(opts.reduceOp, "allreduce_coalesced");
   struct Call {
@@ -224,6 +254,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allreduce_coalesced(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce(std::vector<at::Tensor>& tensors,
                                                          const c10d::ReduceOptions& opts) {
+  CallTimeout callTimeout(opts.timeout);
   const at::Tensor& t = singleTensor(tensors, "reduce", "tensors");
   checkRank(opts.rootRank, size_, "reduce", "dst");
   ncclDataType_t type = toBraidType(t.scalar_type(), "reduce", true);
@@ -242,7 +273,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce(std::vector<at::Tensor>
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allgather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
-    const c10d::AllgatherOptions&) {
+    const c10d::AllgatherOptions& opts) {
+  CallTimeout callTimeout(opts.timeout);
   const at::Tensor& in = singleTensor(inputs, "allgather", "input_tensors");
   TORCH_CHECK_VALUE(outputs.size() == 1, "braid allgather: output_tensors holds ", outputs.size(),
                     " lists; the Braid backend takes exactly one");
@@ -275,9 +307,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allgather(
   });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::_allgather_base(at::Tensor& output,
-                                                                  at::Tensor& input,
-                                                                  const c10d::AllgatherOptions&) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::_allgather_base(
+    at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
+  CallTimeout callTimeout(opts.timeout);
   checkTensor(input, "_allgather_base", "input_tensor");
   checkTensor(output, "_allgather_base", "output_tensor");
   checkSameType(output, input, "_allgather_base", "output_tensor");
@@ -296,6 +328,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::_allgather_base(at::Tensor& ou
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce_scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ReduceScatterOptions& opts) {
+  CallTimeout callTimeout(opts.timeout);
   const at::Tensor& out = singleTensor(outputs, "reduce_scatter", "output");
   TORCH_CHECK_VALUE(inputs.size() == 1, "braid reduce_scatter: input_list holds ", inputs.size(),
                     " lists; the Braid backend takes exactly one");
@@ -332,6 +365,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce_scatter(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+  CallTimeout callTimeout(opts.timeout);
   checkTensor(input, "_reduce_scatter_base", "input");
   checkTensor(output, "_reduce_scatter_base", "output");
   checkSameType(output, input, "_reduce_scatter_base", "output");
@@ -411,7 +445,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::recvAnysource(std::vector<at::
   return work;
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::barrier(const c10d::BarrierOptions&) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::barrier(const c10d::BarrierOptions& opts) {
+  CallTimeout callTimeout(opts.timeout);
   ncclComm_t comm = comm_;
   return enqueue(c10d::OpType::BARRIER, "barrier", {}, {}, [=] { return braidBarrier(comm); });
 }

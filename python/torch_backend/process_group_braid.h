@@ -98,6 +98,12 @@ class ProcessGroupBraid : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> sparseAllreduce(const at::Tensor& t,
                                                  const c10d::AllreduceOptions& opts);
 
+  // Hands a call's options.timeout to enqueue (per thread), for the call's scope.
+  struct CallTimeout {
+    explicit CallTimeout(std::chrono::milliseconds timeout);
+    ~CallTimeout();
+  };
+
   struct Task;
   static int runTask(void* task);
 

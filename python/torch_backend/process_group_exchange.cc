@@ -85,6 +85,7 @@ void splitParts(const at::Tensor& t, const std::vector<int64_t>& splits, int siz
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::gather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::GatherOptions& opts) {
+  CallTimeout callTimeout(opts.timeout);
   const at::Tensor& in = singleTensor(inputs, "gather", "tensor");
   checkRank(opts.rootRank, size_, "gather", "dst");
   const int root = static_cast<int>(opts.rootRank);
@@ -112,6 +113,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::gather(
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ScatterOptions& opts) {
+  CallTimeout callTimeout(opts.timeout);
   const at::Tensor& out = singleTensor(outputs, "scatter", "tensor");
   checkRank(opts.rootRank, size_, "scatter", "src");
   const int root = static_cast<int>(opts.rootRank);
@@ -140,7 +142,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::alltoall_base(at::Tensor& outp
                                                                 at::Tensor& input,
                                                                 std::vector<int64_t>& outputSplits,
                                                                 std::vector<int64_t>& inputSplits,
-                                                                const c10d::AllToAllOptions&) {
+                                                                const c10d::AllToAllOptions& opts) {
+  CallTimeout callTimeout(opts.timeout);
   checkTensor(input, "alltoall_base", "input");
   checkTensor(output, "alltoall_base", "output");
   checkSameType(output, input, "alltoall_base", "output");
@@ -177,7 +180,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::alltoall_base(at::Tensor& outp
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::alltoall(std::vector<at::Tensor>& outputs,
                                                            std::vector<at::Tensor>& inputs,
-                                                           const c10d::AllToAllOptions&) {
+                                                           const c10d::AllToAllOptions& opts) {
+  CallTimeout callTimeout(opts.timeout);
   TORCH_CHECK_VALUE(
       static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
       "braid alltoall: input_tensor_list holds ", inputs.size(), " tensors and output_tensor_list ",
@@ -206,7 +210,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::alltoall(std::vector<at::Tenso
 // output_lists[p][i] receives rank p's inputs[i] (torch's layout: one list per rank).
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
-    const c10d::AllgatherOptions&) {
+    const c10d::AllgatherOptions& opts) {
+  CallTimeout callTimeout(opts.timeout);
   TORCH_CHECK_VALUE(static_cast<int>(outputLists.size()) == size_,
                     "braid allgather_coalesced: output_tensor_lists holds ", outputLists.size(),
                     " lists, the group has ", size_, " ranks");

@@ -58,6 +58,7 @@ ncclResult_t sparseSum(at::Tensor tensor, int size, ncclComm_t comm) {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::sparseAllreduce(
     const at::Tensor& t, const c10d::AllreduceOptions& opts) {
+  CallTimeout callTimeout(opts.timeout);
   TORCH_CHECK_VALUE(t.layout() == at::kSparse, "braid allreduce: tensor has layout ", t.layout(),
                     "; sparse tensors must be COO");
   TORCH_CHECK_VALUE(t.device().is_cpu(), "braid allreduce: tensor is on device ", t.device(),

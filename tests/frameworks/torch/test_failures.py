@@ -1,6 +1,6 @@
 """Failures surface in Python as exceptions carrying Braid's message, never as hangs: a peer
 killed during a collective and under DDP's backward, a peer that stops calling (torch's timeout
-becomes Braid's deadline), and bad arguments (refused on the caller's thread, the group stays
+becomes Braid's deadline; a call's own options.timeout bounds that call), and bad arguments (refused on the caller's thread, the group stays
 usable)."""
 
 import os
@@ -140,3 +140,38 @@ def test_barrier_with_a_timeout():
 
 def test_silent_peer_meets_torch_timeout():
     run_ranks(_silent_peer, 2, timeout=60)
+
+
+def _per_call_timeout(rank, world):
+    import datetime
+    import time
+
+    import torch.distributed as dist
+
+    import braid.torch  # noqa: F401
+
+    dist.init_process_group("braid", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=60))
+    pg = dist.distributed_c10d._get_default_group()
+    opts = dist.AllreduceOptions()
+    opts.timeout = datetime.timedelta(seconds=5)
+    t = torch.ones(10)
+    pg.allreduce([t], opts).wait()  # a call that meets its own timeout leaves the group's
+    assert torch.equal(t, torch.full((10,), 2.0)), t
+    assert pg.comm_timeout_seconds() == 60.0
+    if rank == 0:
+        opts.timeout = datetime.timedelta(seconds=1)  # this call's own, not the group's 60 s
+        start = time.monotonic()
+        with pytest.raises(RuntimeError) as failure:
+            pg.allreduce([torch.ones(10)], opts).wait()
+        elapsed = time.monotonic() - start
+        text = str(failure.value)
+        assert "Timed out" in text and "waiting for rank 1" in text, text
+        assert 0.9 < elapsed < 5, elapsed
+    else:
+        time.sleep(3)
+
+
+@pytest.mark.skipif("BRAID_TIMEOUT_S" in os.environ, reason="BRAID_TIMEOUT_S would win over torch's timeout")
+def test_per_call_timeout():
+    run_ranks(_per_call_timeout, 2, timeout=60)
