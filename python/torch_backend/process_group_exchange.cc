@@ -1,8 +1,9 @@
 // The Braid process group's data-movement operations beyond NCCL's classic set, with gloo's
 // semantics: gather and scatter (list forms, a root), all_to_all (list form) and
 // all_to_all_single with or without split sizes, and allgather_coalesced. Each is one queued
-// task on the group's stream: Braid's gather/scatter/alltoall where the shapes allow, else one
-// Braid group of sends and receives (which Braid runs without deadlock whatever the pattern).
+// task on the group's stream: Braid's alltoall for equal parts, else one Braid group of sends
+// and receives straight from and into the user's tensors (which Braid runs without deadlock
+// whatever the pattern); gather and scatter so avoid packing the root's list into one buffer.
 #include <string>
 #include <vector>
 
@@ -93,19 +94,26 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::gather(
       rootList(outputs, rank_ == root, size_, "gather", "gather_list");
   if (outs) checkList(*outs, in, "gather", "gather_list");
   ncclDataType_t type = toBraidType(in.scalar_type(), "gather", false);
-  // The root receives into one contiguous buffer, then copies into each (maybe strided) output.
-  at::Tensor flat =
-      outs ? at::empty({static_cast<int64_t>(size_) * in.numel()}, in.options()) : at::Tensor();
   std::vector<at::Tensor> outList = outs ? *outs : std::vector<at::Tensor>{};
-  const void* src = in.data_ptr();
-  size_t n = in.numel();
+  // The root receives each rank's part straight into its output (a contiguous stand-in for a
+  // strided one, copied after): no packing buffer, no second copy of the whole.
+  std::vector<at::Tensor> landing;
+  for (const at::Tensor& o : outList) landing.push_back(o.is_contiguous() ? o : o.contiguous());
+  std::vector<at::Tensor> keep = landing;
+  keep.push_back(in);
+  const int me = rank_, size = size_;
   ncclComm_t comm = comm_;
-  return enqueue(c10d::OpType::GATHER, "gather", outList, {in, flat}, [=] {
-    ncclResult_t r =
-        ncclGather(src, flat.defined() ? flat.data_ptr() : nullptr, n, type, root, comm, nullptr);
+  return enqueue(c10d::OpType::GATHER, "gather", outList, keep, [=] {
+    const size_t n = in.numel();
+    if (me != root) return ncclSend(in.data_ptr(), n, type, root, comm, nullptr);
+    landing[me].view({-1}).copy_(in.reshape({-1}));
+    ncclGroupStart();
+    for (int p = 0; p < size; p++)
+      if (p != me) ncclRecv(landing[p].data_ptr(), n, type, p, comm, nullptr);
+    ncclResult_t r = ncclGroupEnd();
     if (r != ncclSuccess) return r;
     for (size_t i = 0; i < outList.size(); i++)
-      outList[i].copy_(flat.narrow(0, i * n, n).view(outList[i].sizes()));
+      if (!landing[i].is_same(outList[i])) outList[i].copy_(landing[i]);
     return ncclSuccess;
   });
 }
@@ -121,20 +129,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::scatter(
       rootList(inputs, rank_ == root, size_, "scatter", "scatter_list");
   if (ins) checkList(*ins, out, "scatter", "scatter_list");
   ncclDataType_t type = toBraidType(out.scalar_type(), "scatter", false);
-  at::Tensor flat =
-      ins ? at::empty({static_cast<int64_t>(size_) * out.numel()}, out.options()) : at::Tensor();
   std::vector<at::Tensor> inList = ins ? *ins : std::vector<at::Tensor>{};
   std::vector<at::Tensor> keep = inList;
-  keep.push_back(flat);
-  void* dst = out.data_ptr();
-  size_t n = out.numel();
+  keep.push_back(out);
+  const int me = rank_, size = size_;
   ncclComm_t comm = comm_;
   return enqueue(c10d::OpType::SCATTER, "scatter", {out}, keep, [=] {
-    // The root packs the inputs on the stream's thread, in queue order.
-    for (size_t i = 0; i < inList.size(); i++)
-      flat.narrow(0, i * n, n).copy_(inList[i].reshape(-1));
-    return ncclScatter(flat.defined() ? flat.data_ptr() : nullptr, dst, n, type, root, comm,
-                       nullptr);
+    const size_t n = out.numel();
+    if (me != root) return ncclRecv(out.data_ptr(), n, type, root, comm, nullptr);
+    // Each part is sent from where it lies (made contiguous on this thread when it is not).
+    std::vector<at::Tensor> parts;
+    for (const at::Tensor& t : inList) parts.push_back(t.contiguous());
+    out.view({-1}).copy_(parts[me].reshape({-1}));
+    ncclGroupStart();
+    for (int p = 0; p < size; p++)
+      if (p != me) ncclSend(parts[p].data_ptr(), n, type, p, comm, nullptr);
+    return ncclGroupEnd();
   });
 }
 

@@ -33,6 +33,27 @@ def check_gather(rank, world):
                                     f"gather {dtype} n={n} root={root}: from rank {p}")
 
 
+def check_gather_strided(rank, world):
+    """The root's gather_list and scatter_list may be strided views (columns of one tensor)."""
+    n = 1031
+    mine = rank_input(rank, n, torch.float32, salt=17)
+    for root in range(world):
+        grid = torch.full((n, world), 13.0)
+        outs = [grid[:, p] for p in range(world)] if rank == root else None
+        dist.gather(mine, gather_list=outs, dst=root)
+        if rank == root:
+            for p in range(world):
+                assert_same(grid[:, p].contiguous(), rank_input(p, n, torch.float32, salt=17),
+                            f"gather into a strided column, root={root}: from rank {p}")
+        src = torch.stack([rank_input(root, n, torch.float32, salt=200 + p)
+                           for p in range(world)], dim=1)  # column p goes to rank p
+        got = torch.full((n,), 13.0)
+        dist.scatter(got, scatter_list=[src[:, p] for p in range(world)] if rank == root
+                     else None, src=root)
+        assert_same(got, rank_input(root, n, torch.float32, salt=200 + rank),
+                    f"scatter from strided columns, root={root}")
+
+
 def check_scatter(rank, world):
     for dtype in (torch.float32, torch.int32, torch.int8):
         for n in SIZES:
@@ -142,7 +163,8 @@ def check_sparse_all_reduce(rank, world):
         assert_same(mine.to_dense(), want, f"sparse all_reduce shape {shape} dense {dense}")
 
 
-# gloo (torch 1.13) has no list-form all_to_all: its reference run leaves that check out.
-GLOO_LACKS = (check_all_to_all,)
-ALL = (check_gather, check_scatter, check_all_to_all_single, check_all_to_all,
+# gloo (torch 1.13) has no list-form all_to_all, and scatters a strided scatter_list element as
+# if it were contiguous (wrong data): its reference run leaves those checks out.
+GLOO_LACKS = (check_all_to_all, check_gather_strided)
+ALL = (check_gather, check_gather_strided, check_scatter, check_all_to_all_single, check_all_to_all,
        check_all_gather_coalesced, check_object_collectives, check_sparse_all_reduce)
