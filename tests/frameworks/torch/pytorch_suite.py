@@ -95,7 +95,9 @@ def main():
         for test, why in result.skipped:
             outcome[test._testMethodName] = f"skipped: {why}"
         for test, text in result.failures + result.errors:
-            outcome[test._testMethodName] = f"failed: {text[-2000:]}"
+            # The head names the failing call, the tail the exception: keep both.
+            short = text if len(text) <= 8000 else text[:4000] + "\n...\n" + text[-4000:]
+            outcome[test._testMethodName] = f"failed: {short}"
         with open(args.report, "w") as f:
             json.dump(outcome, f, indent=1, sort_keys=True)
     sys.exit(0 if result.wasSuccessful() else 1)

@@ -43,6 +43,10 @@ test_send_recv_autograd_profiler test_send_recv_torch_profiler test_send_recv_wi
 test_send_recv_with_tag_autograd_profiler test_send_recv_with_tag_torch_profiler
 test_sparse_all_reduce_sum
 """.split()
+# torch 1.13's own Python refuses monitored_barrier for every backend but gloo
+# (distributed_c10d.py: "monitored_barrier is only implemented for GLOO backend."): a Braid
+# failure with exactly that text is torch's gate, reported, not counted against Braid.
+TORCH_GLOO_GATE = "monitored_barrier is only implemented for GLOO backend"
 WORLDS = [int(w) for w in os.environ.get("BRAID_TORCH_SUITE_WORLDS", "2").split(",")]
 
 
@@ -71,16 +75,18 @@ def test_braid_passes_what_gloo_passes(world, tmp_path):
     (tmp_path / "braid").mkdir()
     gloo = _run_suite("gloo", world, tmp_path / "gloo" / "report.json", patterns)
     braid = _run_suite("braid", world, tmp_path / "braid" / "report.json", patterns)
-    lost, extra_skips = [], []
+    lost, extra_skips, gated = [], [], []
     for name, outcome in sorted(gloo.items()):
         mine = braid.get(name, "missing")
-        if outcome == "ok" and mine != "ok":
+        if outcome == "ok" and mine != "ok" and TORCH_GLOO_GATE in mine:
+            gated.append(name)
+        elif outcome == "ok" and mine != "ok":
             lost.append(f"{name}: {mine[:1500]}")
         if not outcome.startswith("skipped") and mine.startswith("skipped"):
             extra_skips.append(f"{name}: {mine}")
     counts = {b: {k: sum(v.startswith(k) for v in r.values()) for k in ("ok", "skipped", "failed")}
               for b, r in (("gloo", gloo), ("braid", braid))}
-    print(f"world {world}: {json.dumps(counts)}")
+    print(f"world {world}: {json.dumps(counts)}; gloo-only in torch itself: {gated}")
     sys.stdout.flush()
     assert not lost and not extra_skips, (
         f"gloo passes, Braid does not ({len(lost)}):\n" + "\n".join(lost) +
