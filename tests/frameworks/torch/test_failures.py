@@ -79,6 +79,24 @@ def test_killed_peer_under_ddp():
     run_ranks(_killed_peer_ddp, 2, killed={1}, timeout=60)
 
 
+def _expect_timeout(call, low, high):
+    """Runs `call`, which must fail once a deadline of about `low` s passes (before `high`),
+    with words torch's own timeout tests look for (distributed_test.py's _test_barrier_timeout
+    matches " (Timed out|closed|timeout) ") and the silent rank named. Returns the text."""
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(RuntimeError) as failure:
+        call()
+    elapsed = time.monotonic() - start
+    text = str(failure.value)
+    print(f"rank 0: error after {elapsed:.2f} s: {text}", flush=True)
+    assert low < elapsed < high, elapsed
+    assert re.search(" (Timed out|closed|timeout) ", text), text
+    assert "waiting for rank 1" in text, text
+    return text
+
+
 def _silent_peer(rank, world):
     import datetime
     import os
@@ -96,16 +114,8 @@ def _silent_peer(rank, world):
     if rank == 1:
         time.sleep(5)  # alive, never calls: only the deadline can end rank 0's wait
         return
-    start = time.monotonic()
-    with pytest.raises(RuntimeError, match="braid allreduce failed.*timed out") as failure:
-        dist.all_reduce(torch.ones(10))
-    elapsed = time.monotonic() - start
-    text = str(failure.value)
-    print(f"rank 0: error after {elapsed:.2f} s: {text}", flush=True)
-    assert 2.5 < elapsed < 8, elapsed
-    # What happened, in words torch's own timeout tests look for (distributed_test.py's
-    # _test_barrier_timeout matches " (Timed out|closed|timeout) "), naming the silent rank.
-    assert re.search(" (Timed out|closed|timeout) ", text), text
+    text = _expect_timeout(lambda: dist.all_reduce(torch.ones(10)), 2.5, 8)
+    assert re.search("braid allreduce failed.*timed out", text), text
     assert "waiting for rank 1, which is alive but has not answered" in text, text
     assert "remote process exited" not in text, text
 
@@ -121,14 +131,7 @@ def _silent_peer_barrier(rank, world):
     dist.init_process_group("braid", rank=rank, world_size=world)
     group = dist.new_group(timeout=datetime.timedelta(seconds=1))
     if rank == 0:  # as torch's test_barrier_timeout_full_group: only rank 0 enters the barrier
-        start = time.monotonic()
-        with pytest.raises(RuntimeError) as failure:
-            dist.barrier(group)
-        elapsed = time.monotonic() - start
-        text = str(failure.value)
-        assert re.search(" (Timed out|closed|timeout) ", text), text
-        assert "waiting for rank 1" in text, text
-        assert 0.9 < elapsed < 5, elapsed
+        _expect_timeout(lambda: dist.barrier(group), 0.9, 5)
     else:
         time.sleep(3)
 
@@ -161,13 +164,8 @@ def _per_call_timeout(rank, world):
     assert pg.comm_timeout_seconds() == 60.0
     if rank == 0:
         opts.timeout = datetime.timedelta(seconds=1)  # this call's own, not the group's 60 s
-        start = time.monotonic()
-        with pytest.raises(RuntimeError) as failure:
-            pg.allreduce([torch.ones(10)], opts).wait()
-        elapsed = time.monotonic() - start
-        text = str(failure.value)
-        assert "Timed out" in text and "waiting for rank 1" in text, text
-        assert 0.9 < elapsed < 5, elapsed
+        text = _expect_timeout(lambda: pg.allreduce([torch.ones(10)], opts).wait(), 0.9, 5)
+        assert "Timed out" in text, text
     else:
         time.sleep(3)
 
