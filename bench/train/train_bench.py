@@ -16,6 +16,7 @@ See bench/train/README.md.
 
 import argparse
 import datetime
+import importlib.metadata
 import json
 import os
 import platform
@@ -137,6 +138,16 @@ class CoRunner:
         self.procs = []
 
 
+def python_package_dir() -> str:
+    """The build tree's package for this interpreter's torch: build/python (PyTorch 1.x) or
+    build/python-torch2 (2.x), each with the extension built against that torch."""
+    try:
+        major = int(importlib.metadata.version("torch").split(".")[0])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        major = 1
+    return "python-torch2" if major >= 2 else "python"
+
+
 class Bench:
     """Runs every case in interleaved order and keeps every run (command, output, numbers)."""
 
@@ -150,7 +161,7 @@ class Bench:
         self.skipped = {}  # backend or program -> why it cannot run here
         self.env = dict(os.environ, OMP_NUM_THREADS=str(args.threads),
                         PYTHONPATH=os.pathsep.join(
-                            p for p in (os.path.join(args.build_dir, "python"),
+                            p for p in (os.path.join(args.build_dir, python_package_dir()),
                                         os.environ.get("PYTHONPATH")) if p))
         self.check_prerequisites()
 

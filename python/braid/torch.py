@@ -137,9 +137,48 @@ class DistributedDataParallel(torch.nn.parallel.DistributedDataParallel):
         return super().forward(*inputs, **kwargs)
 
 
+def backend(group=None):
+    """The ProcessGroupBraid behind `group` (default: the default group): the group itself in
+    PyTorch 1.x, its CPU backend in 2.x. For Braid's own methods (comm_timeout_seconds)."""
+    if group is None:
+        group = dist.distributed_c10d._get_default_group()
+    if isinstance(group, ProcessGroupBraid):
+        return group
+    found = group._get_backend(torch.device("cpu"))
+    if not isinstance(found, ProcessGroupBraid):
+        raise ValueError(f"the group's CPU backend is {type(found).__name__}, not Braid's")
+    return found
+
+
+def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    """torch.distributed.monitored_barrier for a Braid group, which torch's own function refuses
+    (it accepts gloo groups only, in PyTorch 1.13 and 2.x alike). Rank 0 waits up to `timeout`
+    (a timedelta; default: the group's timeout) for every other rank and raises
+    RuntimeError("[Rank 0]: Rank R failed to pass monitoredBarrier in T ms") naming the first
+    rank that did not arrive, or all of them with wait_all_ranks=True, as gloo does. The other
+    ranks wait for rank 0's release. Any other group goes to torch's function."""
+    if group is None:
+        group = dist.distributed_c10d._get_default_group()
+    if dist.get_backend(group) != BACKEND_NAME:
+        return dist.monitored_barrier(group=group, timeout=timeout, wait_all_ranks=wait_all_ranks)
+    if timeout is None:
+        return group.monitored_barrier(wait_all_ranks=wait_all_ranks)
+    return group.monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
+
+
+def _torch_major():
+    return int(torch.__version__.split(".")[0])
+
+
 def _register():
     # Importing twice (or under another name) must not register twice: torch asserts.
-    if BACKEND_NAME.upper() not in dist.Backend._plugins:
+    if BACKEND_NAME.upper() in dist.Backend._plugins:
+        return
+    if _torch_major() >= 2:
+        # PyTorch 2.x: a process group holds one backend per device type; Braid's takes CPU
+        # tensors (CUDA users keep backend="nccl" and may preload Braid's libnccl.so.2).
+        dist.Backend.register_backend(BACKEND_NAME, create_process_group, devices=["cpu"])
+    else:
         dist.Backend.register_backend(BACKEND_NAME, create_process_group)
 
 

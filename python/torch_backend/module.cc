@@ -27,7 +27,7 @@ PYBIND11_MODULE(_braid_torch, m) {
   // Registers c10d's ProcessGroup, Store and Work types with pybind11 before ours derive from them.
   py::module::import("torch.distributed");
 
-  py::class_<braid_torch::ProcessGroupBraid, c10d::ProcessGroup,
+  py::class_<braid_torch::ProcessGroupBraid, braid_torch::TorchBackendBase,
              c10::intrusive_ptr<braid_torch::ProcessGroupBraid>>(m, "ProcessGroupBraid")
       .def("comm_timeout_seconds", &braid_torch::ProcessGroupBraid::commTimeoutSeconds,
            "The communicator's deadline in seconds (0: none).");

@@ -53,7 +53,7 @@ ProcessGroupBraid::CallTimeout::~CallTimeout() {
 
 ProcessGroupBraid::ProcessGroupBraid(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                      int size, std::chrono::milliseconds timeout)
-    : c10d::ProcessGroup(rank, size) {
+    : TorchBackendBase(rank, size), store_(store) {
   ncclUniqueId id;
   if (rank == 0) {
     // A fresh id, not ncclGetUniqueId's: under torchrun MASTER_PORT is torch's store.
@@ -81,6 +81,11 @@ ProcessGroupBraid::ProcessGroupBraid(const c10::intrusive_ptr<c10d::Store>& stor
 }
 
 ProcessGroupBraid::~ProcessGroupBraid() {
+  release(false);
+}
+
+void ProcessGroupBraid::release(bool abort) {
+  if (!comm_) return;  // shut down before
   {
     // torch drops process groups with the GIL held, and the stream's thread may need the GIL to
     // finish its last task (dropping a future whose callbacks are Python functions).
@@ -95,14 +100,21 @@ ProcessGroupBraid::~ProcessGroupBraid() {
   ncclResult_t asyncError = ncclSuccess;
   ncclCommGetAsyncError(comm_, &asyncError);
   // A failed communicator's peers may be gone: abort frees it without talking to them.
-  if (asyncError != ncclSuccess) {
+  if (abort || asyncError != ncclSuccess) {
     ncclCommAbort(comm_);
   } else {
     ncclCommDestroy(comm_);
   }
+  comm_ = nullptr;
+  stream_ = nullptr;
+}
+
+void ProcessGroupBraid::requireOpen(const char* call) const {
+  TORCH_CHECK(comm_, "braid ", call, ": the process group was shut down (destroy_process_group)");
 }
 
 double ProcessGroupBraid::commTimeoutSeconds() const {
+  requireOpen("comm_timeout_seconds");
   double seconds = 0;
   checkInit(braidCommGetTimeout(comm_, &seconds), "braidCommGetTimeout");
   return seconds;
@@ -164,6 +176,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::enqueue(c10d::OpType type, con
                                                           std::vector<at::Tensor> outputs,
                                                           std::vector<at::Tensor> keepAlive,
                                                           std::function<ncclResult_t()> body) {
+  requireOpen(call);
+  // Every collective, on every rank, in call order (gloo counts the same way).
+  if (sequenceNumber_.load() != 0) sequenceNumber_.fetch_add(1);
   auto work = c10::make_intrusive<WorkBraid>(rank_, type, std::move(outputs));
   auto* task = new Task{work, call, comm_, std::move(keepAlive), std::move(body), tCallTimeout};
   ncclResult_t r = braidStreamLaunchHostFunc(stream_, &ProcessGroupBraid::runTask, task);
@@ -390,6 +405,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::_reduce_scatter_base(
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::postToPeer(c10d::OpType type, const char* call,
                                                              const at::Tensor& t, int peer,
                                                              int tag) {
+  requireOpen(call);
   checkRank(peer, size_, call, type == c10d::OpType::SEND ? "dst" : "src");
   TORCH_CHECK_VALUE(peer != rank_, "braid ", call, ": ", type == c10d::OpType::SEND ? "dst" : "src",
                     "=", peer, " is this rank");
@@ -425,6 +441,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::recv(std::vector<at::Tensor>& 
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::recvAnysource(std::vector<at::Tensor>& tensors,
                                                                 int tag) {
+  requireOpen("recv");
   const at::Tensor& t = singleTensor(tensors, "recv", "tensor");
   TORCH_CHECK_VALUE(size_ > 1, "braid recv from any source: the group has no other rank");
   ncclDataType_t dtype = toBraidType(t.scalar_type(), "recv", false);

@@ -11,6 +11,7 @@
 // on channels of their own (peer_channels.h), so no posting order of them can deadlock.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -19,6 +20,9 @@
 
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
+#if BRAID_TORCH_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#endif
 
 #include "braid/braid.h"
 #include "nccl.h"
@@ -26,7 +30,16 @@
 
 namespace braid_torch {
 
-class ProcessGroupBraid : public c10d::ProcessGroup {
+// PyTorch 1.x: a backend is a c10d::ProcessGroup, returned to Python as the group itself.
+// PyTorch 2.x: a backend is a c10d::Backend that torch's ProcessGroup dispatches to per device
+// type (register_backend(..., devices=["cpu"])); the operations it overrides are the same.
+#if BRAID_TORCH_MAJOR >= 2
+using TorchBackendBase = c10d::Backend;
+#else
+using TorchBackendBase = c10d::ProcessGroup;
+#endif
+
+class ProcessGroupBraid : public TorchBackendBase {
  public:
   /// Rendezvous through `store` (rank 0 publishes a fresh ncclUniqueId, the others read it) and
   /// ncclCommInitRank. `timeout` becomes the communicator's deadline unless BRAID_TIMEOUT_S is set.
@@ -71,12 +84,37 @@ class ProcessGroupBraid : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> allgather_coalesced(
       std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
       const c10d::AllgatherOptions& opts) override;
+#if BRAID_TORCH_MAJOR >= 2
+  // process_group_coalesced.cc: what torch.distributed._coalescing_manager calls in 2.x.
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts) override;
+#endif
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank,
                                       int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank,
                                       int tag) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  // sequence_number.cc: gloo's sequence number (rank 0's random start, +1 per collective).
+  void setSequenceNumberForGroup() override;
+  uint64_t getSequenceNumberForGroup() override;
+  // monitored_barrier.cc: gloo's monitored barrier (rank 0 names the ranks that did not arrive).
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) override;
+
+#if BRAID_TORCH_MAJOR >= 2
+  // destroy_process_group: the communicator, stream and channels go at once (Python may still
+  // hold the group); later calls raise. abort() does not wait for the peers.
+  void shutdown() override {
+    release(false);
+  }
+  void abort() override {
+    release(true);
+  }
+#endif
 
   /// The communicator's deadline in seconds (0: none), for tests and diagnostics.
   double commTimeoutSeconds() const;
@@ -104,9 +142,17 @@ class ProcessGroupBraid : public c10d::ProcessGroup {
     ~CallTimeout();
   };
 
+  // Ends the group's work and frees the communicator (the destructor, shutdown, abort).
+  void release(bool abort);
+  // Raises when the group was shut down.
+  void requireOpen(const char* call) const;
+
   struct Task;
   static int runTask(void* task);
 
+  c10::intrusive_ptr<c10d::Store> store_;    // the group's (prefixed) store
+  uint64_t monitoredBarriers_ = 0;           // calls so far: each call's keys are its own
+  std::atomic<uint64_t> sequenceNumber_{0};  // 0: not set (setSequenceNumberForGroup)
   ncclComm_t comm_ = nullptr;
   braidStream_t stream_ = nullptr;
   std::unique_ptr<PeerChannels> channels_;

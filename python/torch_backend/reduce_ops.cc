@@ -21,12 +21,21 @@ BraidReduceOp toBraidOp(const c10d::ReduceOp& op, const char* call) {
     case c10d::ReduceOp::PREMUL_SUM: {
       auto* s = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
       TORCH_CHECK_VALUE(s, "braid ", call, ": PREMUL_SUM without its factor");
+#if BRAID_TORCH_MAJOR >= 2
+      // PyTorch 2.x keeps one optional tensor factor.
+      if (!s->tensor_factor.defined()) return {ncclSum, s->double_factor};
+      const at::Tensor& factor = s->tensor_factor;
+      const bool oneFactor = true;
+#else
+      // PyTorch 1.x keeps a list of tensor factors (one per tensor of the call).
       if (s->tensor_factors.empty()) return {ncclSum, s->double_factor};
-      TORCH_CHECK_VALUE(s->tensor_factors.size() == 1 && s->tensor_factors[0].numel() == 1 &&
-                            s->tensor_factors[0].device().is_cpu(),
-                        "braid ", call,
+      const at::Tensor& factor = s->tensor_factors[0];
+      const bool oneFactor = s->tensor_factors.size() == 1;
+#endif
+      TORCH_CHECK_VALUE(oneFactor && factor.numel() == 1 && factor.device().is_cpu(), "braid ",
+                        call,
                         ": PREMUL_SUM's factor must be a number or one one-element CPU tensor");
-      return {ncclSum, s->tensor_factors[0].item<double>()};
+      return {ncclSum, factor.item<double>()};
     }
     default:
       break;

@@ -70,9 +70,16 @@ void rawDelete(void* ptr) {
   if (!releaseShared(ptr)) state().previousRawDeleter(ptr);
 }
 
+// PyTorch 2.x made allocate() non-const and added copy_data().
+#if BRAID_TORCH_MAJOR >= 2
+#define BRAID_ALLOCATE_CONST
+#else
+#define BRAID_ALLOCATE_CONST const
+#endif
+
 class SharedCpuAllocator final : public c10::Allocator {
  public:
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) BRAID_ALLOCATE_CONST override {
     State& s = state();
     if (n >= kSharedMinBytes && s.depth.load(std::memory_order_acquire) > 0) {
       void* p = nullptr;
@@ -91,6 +98,12 @@ class SharedCpuAllocator final : public c10::Allocator {
   c10::DeleterFnPtr raw_deleter() const override {
     return state().previousRawDeleter ? &rawDelete : nullptr;
   }
+
+#if BRAID_TORCH_MAJOR >= 2
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+#endif
 };
 
 SharedCpuAllocator& allocatorInstance() {
@@ -126,7 +139,7 @@ void leaveSharedScope() {
 }
 
 bool registerSharedRange(ncclComm_t comm, const void* ptr, size_t bytes) {
-  if (!ptr || bytes == 0) return false;
+  if (!comm || !ptr || bytes == 0) return false;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   auto it = findContaining(s, ptr, bytes);

@@ -91,11 +91,15 @@ def check_allreduce(rank, world):
 def check_premul_sum(rank, world):
     """PREMUL_SUM (torch.distributed._make_nccl_premul_sum): every input scaled by the factor,
     then summed; all_reduce, reduce and reduce_scatter_tensor, a number and a tensor factor
-    (torch 1.13 takes a list of one tensor per device)."""
+    (torch 1.13 takes a list of one tensor per device, 2.x one tensor)."""
+    # A tensor factor: a list of one per device in torch 1.13, one tensor in 2.x.
+    tensor_factor = torch.tensor([0.5])
+    if int(torch.__version__.split(".")[0]) < 2:
+        tensor_factor = [tensor_factor]
     cases = [(torch.float32, 0.5), (torch.float64, 0.25), (torch.bfloat16, 2.0),
-             (torch.int32, 3.0), (torch.float32, [torch.tensor([0.5])])]
+             (torch.int32, 3.0), (torch.float32, tensor_factor)]
     for dtype, factor in cases:
-        f = factor if isinstance(factor, float) else float(factor[0].item())
+        f = factor if isinstance(factor, float) else float(torch.as_tensor(factor[0]).item())
         op = dist._make_nccl_premul_sum(factor)
         for n in (0, 1, 1031):
             inputs = [rank_input(r, n * world, dtype, salt=9) for r in range(world)]

@@ -16,8 +16,10 @@ source as it is loaded, and it changes exactly this, nothing when BACKEND is glo
   2. `require_backend(...)` (tests for listed backends) lets braid run the tests it lets gloo run;
   3. DistTestCases.backend_feature's "ddp", "subgroup" and "plugin" sets include braid (gloo is
      in the first two; "plugin" marks a backend registered through register_backend);
-  4. DDP's ReplicatedTensor switch, which the suite turns on in every rank, stays off:
-     torch.distributed._shard fails to import on Python 3.11 (for every backend).
+  4. (PyTorch 1.13) DDP's ReplicatedTensor switch, which the suite turns on in every rank, stays
+     off: torch.distributed._shard fails to import on Python 3.11 (for every backend).
+The same rewrite serves PyTorch 1.13's suite and 2.x's (whose require_backend is called
+require_backend_is_available, with the same test inside).
 Tests the suite skips for gloo are skipped for braid the same way.
 """
 
@@ -26,7 +28,7 @@ import os
 import sys
 import types
 
-import torch  # noqa: F401
+import torch
 import torch.distributed as dist
 
 import braid.torch  # noqa: F401  (registers the backend, also in every spawned rank)
@@ -49,10 +51,11 @@ def _load_suite():
         ('BACKEND != "gloo"', 'BACKEND not in ("gloo", "braid")'),
         ("    if BACKEND not in backends:\n",
          '    if BACKEND not in backends and not (BACKEND == "braid" and "gloo" in backends):\n'),
-        ("_set_ddp_with_replicated_tensor(True)", "_set_ddp_with_replicated_tensor(False)"),
     ]
-    for old, new in rewrites:
-        if old not in source:
+    # PyTorch 1.13 only (2.x has no such switch).
+    optional = [("_set_ddp_with_replicated_tensor(True)", "_set_ddp_with_replicated_tensor(False)")]
+    for old, new in rewrites + optional:
+        if old not in source and (old, new) not in optional:
             sys.exit(f"pytorch_suite.py: the suite no longer contains {old!r}: update the rewrite")
         source = source.replace(old, new)
     module = types.ModuleType("braid_distributed_test")
@@ -64,10 +67,22 @@ def _load_suite():
 
 suite = _load_suite()
 
+# BRAID_TORCH_SUITE_START=fork starts each test's ranks by fork instead of spawn, as PyTorch's
+# test_distributed_fork.py did: the same tests without each rank importing torch again (about
+# half the time on 2 cores). The parent never initialises a process group, so nothing of Braid
+# or gloo is running when it forks. Spawn stays the default (test_distributed_spawn.py's way).
+START_METHOD = os.environ.get("BRAID_TORCH_SUITE_START", "spawn")
+if START_METHOD not in ("spawn", "fork"):
+    sys.exit(f"pytorch_suite.py: BRAID_TORCH_SUITE_START={START_METHOD!r} is neither spawn nor fork")
+
+
 class TestDistBackendWithSpawn(suite.TestDistBackend, suite.DistributedTest._DistTestBase):
     def setUp(self):
         super().setUp()
-        self._spawn_processes()
+        if START_METHOD == "fork":
+            self._start_processes(torch.multiprocessing.get_context("fork").Process)
+        else:
+            self._spawn_processes()
 
 
 def main():

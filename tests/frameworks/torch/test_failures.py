@@ -110,7 +110,7 @@ def _silent_peer(rank, world):
     dist.init_process_group("braid", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=3))
     pg = dist.distributed_c10d._get_default_group()
-    assert pg.comm_timeout_seconds() == 3.0
+    assert braid.torch.backend(pg).comm_timeout_seconds() == 3.0
     if rank == 1:
         time.sleep(5)  # alive, never calls: only the deadline can end rank 0's wait
         return
@@ -161,7 +161,7 @@ def _per_call_timeout(rank, world):
     t = torch.ones(10)
     pg.allreduce([t], opts).wait()  # a call that meets its own timeout leaves the group's
     assert torch.equal(t, torch.full((10,), 2.0)), t
-    assert pg.comm_timeout_seconds() == 60.0
+    assert braid.torch.backend(pg).comm_timeout_seconds() == 60.0
     if rank == 0:
         opts.timeout = datetime.timedelta(seconds=1)  # this call's own, not the group's 60 s
         text = _expect_timeout(lambda: pg.allreduce([torch.ones(10)], opts).wait(), 0.9, 5)
