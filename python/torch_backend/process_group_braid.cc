@@ -250,20 +250,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allreduce_coalesced(
   }
   ncclComm_t comm = comm_;
   for (const at::Tensor& t : tensors) registerSharedRange(comm, t.data_ptr(), t.nbytes());
+  std::vector<at::ScalarType> dtypes;
+  for (const Call& c : calls) dtypes.push_back(c.dtype);
   return enqueue(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, {}, [=] {
-    if (op.premulFactor) {
-      // One pre-multiplied operator per dtype, so each call runs on its own.
-      for (const Call& c : calls) {
-        ncclResult_t r = withReduceOp(op, c.dtype, comm, [&](ncclRedOp_t o) {
-          return ncclAllReduce(c.p, c.p, c.n, c.type, o, comm, nullptr);
-        });
-        if (r != ncclSuccess) return r;
-      }
-      return ncclSuccess;
-    }
-    ncclGroupStart();
-    for (const Call& c : calls) ncclAllReduce(c.p, c.p, c.n, c.type, op.op, comm, nullptr);
-    return ncclGroupEnd();
+    return withReduceOpEach(op, dtypes, comm, [&](size_t i, ncclRedOp_t o) {
+      return ncclAllReduce(calls[i].p, calls[i].p, calls[i].n, calls[i].type, o, comm, nullptr);
+    });
   });
 }
 

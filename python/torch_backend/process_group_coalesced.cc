@@ -76,22 +76,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce_scatter_tensor_coalesce
   std::vector<Pair> pairs = checkPairs(outputs, inputs, size_, false, call);
   BraidReduceOp op = toBraidOp(opts.reduceOp, call);
   ncclComm_t comm = comm_;
+  std::vector<at::ScalarType> dtypes;
+  for (const Pair& p : pairs) dtypes.push_back(p.dtype);
   return enqueue(c10d::OpType::COALESCED, call, outputs, inputs, [=] {
-    if (op.premulFactor) {
-      // One pre-multiplied operator per dtype, so each pair runs on its own.
-      for (const Pair& p : pairs) {
-        ncclResult_t r = withReduceOp(op, p.dtype, comm, [&](ncclRedOp_t o) {
-          return ncclReduceScatter(p.src, p.dst, p.count, p.type, o, comm, nullptr);
-        });
-        if (r != ncclSuccess) return r;
-      }
-      return ncclSuccess;
-    }
-    ncclGroupStart();
-    for (const Pair& p : pairs) {
-      ncclReduceScatter(p.src, p.dst, p.count, p.type, op.op, comm, nullptr);
-    }
-    return ncclGroupEnd();
+    return withReduceOpEach(op, dtypes, comm, [&](size_t i, ncclRedOp_t o) {
+      const Pair& p = pairs[i];
+      return ncclReduceScatter(p.src, p.dst, p.count, p.type, o, comm, nullptr);
+    });
   });
 }
 

@@ -59,4 +59,19 @@ ncclResult_t withReduceOp(const BraidReduceOp& op, at::ScalarType dtype, ncclCom
   return r;
 }
 
+ncclResult_t withReduceOpEach(const BraidReduceOp& op, const std::vector<at::ScalarType>& dtypes,
+                              ncclComm_t comm,
+                              const std::function<ncclResult_t(size_t, ncclRedOp_t)>& call) {
+  if (op.premulFactor) {
+    for (size_t i = 0; i < dtypes.size(); i++) {
+      ncclResult_t r = withReduceOp(op, dtypes[i], comm, [&](ncclRedOp_t o) { return call(i, o); });
+      if (r != ncclSuccess) return r;
+    }
+    return ncclSuccess;
+  }
+  ncclGroupStart();
+  for (size_t i = 0; i < dtypes.size(); i++) call(i, op.op);
+  return ncclGroupEnd();
+}
+
 }  // namespace braid_torch

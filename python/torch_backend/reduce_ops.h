@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
@@ -25,5 +26,11 @@ BraidReduceOp toBraidOp(const c10d::ReduceOp& op, const char* call);
 /// pre-multiplied sum made for `comm` before the call and freed after it.
 ncclResult_t withReduceOp(const BraidReduceOp& op, at::ScalarType dtype, ncclComm_t comm,
                           const std::function<ncclResult_t(ncclRedOp_t)>& call);
+
+/// Runs reductions 0..count-1 (`call(i, op)`, reduction i on `dtypes[i]` data) as one Braid
+/// group; with PREMUL_SUM one after another instead, each with its own operator (one per dtype).
+ncclResult_t withReduceOpEach(const BraidReduceOp& op, const std::vector<at::ScalarType>& dtypes,
+                              ncclComm_t comm,
+                              const std::function<ncclResult_t(size_t, ncclRedOp_t)>& call);
 
 }  // namespace braid_torch
