@@ -9,6 +9,9 @@
 #include "util/status.h"
 
 namespace braid {
+namespace {
+constexpr int64_t kPullIntervalNs = 1000;
+}  // namespace
 
 size_t fifoBytes(uint32_t nslots, size_t slotBytes) {
   size_t ctrl = (sizeof(FifoControl) + 4095) & ~size_t(4095);
@@ -66,9 +69,11 @@ bool FifoReceiver::peerStatus(uint64_t status[kFifoStatusWords]) const {
   return fifoReadStatus(ctrl_, status);
 }
 
-void FifoSender::attach(FifoControl* ctrl, LivenessCheck* peer, bool acceptsLent) {
+void FifoSender::attach(FifoControl* ctrl, LivenessCheck* peer, bool acceptsLent,
+                        SlotPusher* pusher) {
   ctrl_ = ctrl;
   acceptsLent_ = acceptsLent;
+  pusher_ = pusher;
   data_ = fifoSlots(ctrl);
   nslots_ = ctrl->nslots;
   slotBytes_ = ctrl->slotBytes;
@@ -77,9 +82,11 @@ void FifoSender::attach(FifoControl* ctrl, LivenessCheck* peer, bool acceptsLent
   mailbox_.attach(&ctrl->mailbox);
 }
 
-void FifoReceiver::attach(FifoControl* ctrl, LivenessCheck* peer, bool acceptsClaims) {
+void FifoReceiver::attach(FifoControl* ctrl, LivenessCheck* peer, bool acceptsClaims,
+                          SlotPuller* puller) {
   ctrl_ = ctrl;
   acceptsClaims_ = acceptsClaims;
+  puller_ = puller;
   data_ = fifoSlots(ctrl);
   nslots_ = ctrl->nslots;
   slotBytes_ = ctrl->slotBytes;
@@ -139,22 +146,43 @@ void FifoReceiver::revoke(uint32_t position, const WaitPolicy& policy) {
       state.compare_exchange_strong(expected, kLandFree, std::memory_order_acq_rel) ||
       expected != kLandBusy)
     return;
-  // The filler is writing into the claimed buffer: let it finish, or cut it off.
+  // The filler is writing into the claimed buffer: let it finish, or cut it off. Where the
+  // waiter is the filler (a puller), the landing goes on only while it pulls.
   Deadline deadline = Deadline::after(policy.timeoutS);
   while (state.load(std::memory_order_acquire) == kLandBusy && !closed() && !deadline.expired() &&
-         !(policy.abort && policy.abort->load()))
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
+         !(policy.abort && policy.abort->load())) {
+    if (puller_) puller_->pull();
+    if (state.load(std::memory_order_acquire) != kLandBusy) break;
+    if (puller_)
+      puller_->sleepFor(100000);
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
   if (state.load(std::memory_order_acquire) == kLandBusy && peer_) peer_->sever();
 }
 
 ncclResult_t FifoReceiver::waitForData(const WaitPolicy& policy) {
   FifoControl* c = ctrl_;
   uint32_t tail = tail_;
-  auto ready = [c, tail] {
+  SlotPuller* puller = puller_;
+  // A pull is a system call: a spin pulls about once a microsecond (its budget counts polls of
+  // a few nanoseconds each), and at once after every sleep.
+  int64_t lastPull = 0;
+  auto ready = [c, tail, puller, &lastPull] {
+    if (puller && c->head.load(std::memory_order_acquire) == tail) {
+      const int64_t now = nowNs();
+      if (now - lastPull >= kPullIntervalNs) {
+        lastPull = now;
+        puller->pull();
+      }
+    }
     return c->head.load(std::memory_order_acquire) != tail || c->closed.load() != 0;
   };
-  BRAID_TRY(waitUntil(policy, WakeWord{&c->head, &c->headSleepers, &c->senderCpu}, ready, peer_,
-                      "waiting for data from peer"));
+  // A pulled FIFO has no sender on this host to spin for or to wake this rank: its waits sleep
+  // on the puller (the socket).
+  WakeWord word = puller ? WakeWord{&c->head, &c->headSleepers, nullptr, puller}
+                         : WakeWord{&c->head, &c->headSleepers, &c->senderCpu};
+  BRAID_TRY(waitUntil(policy, word, ready, peer_, "waiting for data from peer"));
   if (c->head.load(std::memory_order_acquire) == tail) {
     if (peer_) BRAID_TRY(peer_->check());
     return fail(ncclRemoteError, "connection from peer closed");

@@ -88,13 +88,31 @@ inline char* fifoSlots(FifoControl* c) {
   return reinterpret_cast<char*>(c) + ((sizeof(FifoControl) + 4095) & ~size_t(4095));
 }
 
+/// A FIFO whose filler is not a thread of its own but whoever waits on the FIFO (a TCP receive):
+/// pull() moves what has arrived into the FIFO without blocking; sleepFor() (WaitSleeper) waits
+/// until something may have arrived. Safe to call from any thread: one pulls at a time.
+class SlotPuller : public WaitSleeper {
+ public:
+  virtual void pull() = 0;
+};
+
+/// A FIFO whose posted slots the posting thread may send itself (a TCP send): told of every
+/// post, it sends the slot at once when it can, and otherwise wakes whoever sends later.
+class SlotPusher {
+ public:
+  virtual ~SlotPusher() = default;
+  virtual void pushPosted(const SlotInfo& info) = 0;
+};
+
 /// Sending end: acquire a free slot, write it, post it.
 class FifoSender {
  public:
   FifoSender() = default;
   FifoSender(FifoControl* ctrl, LivenessCheck* peer) { attach(ctrl, peer); }
   /// acceptsLent: the reader is a thread of this process, so postLent() may be used.
-  void attach(FifoControl* ctrl, LivenessCheck* peer, bool acceptsLent = false);
+  /// pusher: told of every post instead of waking the reader through the FIFO's head word.
+  void attach(FifoControl* ctrl, LivenessCheck* peer, bool acceptsLent = false,
+              SlotPusher* pusher = nullptr);
 
   size_t slotBytes() const { return slotBytes_; }
   uint32_t nslots() const { return nslots_; }
@@ -159,7 +177,10 @@ class FifoSender {
     head_++;
     ctrl_->senderCpu.store(currentCpu(), std::memory_order_relaxed);
     ctrl_->head.store(head_, std::memory_order_seq_cst);
-    notify(WakeWord{&ctrl_->head, &ctrl_->headSleepers});
+    if (pusher_)
+      pusher_->pushPosted(info);
+    else
+      notify(WakeWord{&ctrl_->head, &ctrl_->headSleepers});
   }
   ncclResult_t waitForSpace(const WaitPolicy& policy);
   FifoControl* ctrl_ = nullptr;
@@ -171,6 +192,7 @@ class FifoSender {
   std::atomic<uint64_t> bytesPosted_{0};
   bool acceptsLent_ = false;
   LivenessCheck* peer_ = nullptr;
+  SlotPusher* pusher_ = nullptr;
   MailboxSender mailbox_;
 };
 
@@ -180,7 +202,9 @@ class FifoReceiver {
   FifoReceiver() = default;
   FifoReceiver(FifoControl* ctrl, LivenessCheck* peer) { attach(ctrl, peer); }
   /// acceptsClaims: the FIFO is filled by a thread of this process, so claim() may be used.
-  void attach(FifoControl* ctrl, LivenessCheck* peer, bool acceptsClaims = false);
+  /// puller: the FIFO is filled by whoever waits on it (SlotPuller), not by a thread of its own.
+  void attach(FifoControl* ctrl, LivenessCheck* peer, bool acceptsClaims = false,
+              SlotPuller* puller = nullptr);
 
   size_t slotBytes() const { return slotBytes_; }
   /// The receiving side of FifoSender::setDeviceSlots.
@@ -200,14 +224,21 @@ class FifoReceiver {
   }
   /// Non-blocking wait: false when nothing has arrived.
   bool tryWait(const void** slot, SlotInfo* info) {
-    if (ctrl_->head.load(std::memory_order_acquire) == tail_) return false;
+    if (!hasData()) return false;
     *info = ctrl_->info[tail_ % nslots_];
     *slot = data_ + static_cast<size_t>(tail_ % nslots_) * slotBytes_;
     return true;
   }
   bool closed() const { return ctrl_->closed.load(std::memory_order_relaxed) != 0; }
   /// Something has arrived that wait() has not yet returned (braidCommProbe).
-  bool hasData() const { return ctrl_->head.load(std::memory_order_acquire) != tail_; }
+  bool hasData() {
+    if (ctrl_->head.load(std::memory_order_acquire) != tail_) return true;
+    if (!puller_) return false;
+    puller_->pull();
+    return ctrl_->head.load(std::memory_order_acquire) != tail_;
+  }
+  /// Who fills this FIFO when its waiter does (nullptr: a thread or process of its own).
+  SlotPuller* puller() const { return puller_; }
   LivenessCheck* liveness() const { return peer_; }
   /// Where the payload of the slot returned by wait()/tryWait() is: lent memory of the sender
   /// (FifoSender::postLent) or the slot itself.
@@ -274,6 +305,7 @@ class FifoReceiver {
   uint32_t tail_ = 0;
   bool acceptsClaims_ = false;
   LivenessCheck* peer_ = nullptr;
+  SlotPuller* puller_ = nullptr;
   MailboxReceiver mailbox_;
 };
 

@@ -59,9 +59,10 @@ struct TransportContext {
   size_t slotBytes = 512 * 1024;
   int tcpSockets = 2;  ///< sockets per TCP connection
   int tcpBufferBytes = 4 << 20;
-  SockAddr tcpAddress;               ///< this rank's interface address (port 0)
-  std::vector<std::string> allowed;  ///< BRAID_TRANSPORTS / NCCL_SHM_DISABLE filtering
-  int cudaDevice = -1;               ///< the communicator's CUDA device (-1: none)
+  size_t tcpInlineBytes = 512 << 10;  ///< larger TCP slots leave from the connection's thread
+  SockAddr tcpAddress;                ///< this rank's interface address (port 0)
+  std::vector<std::string> allowed;   ///< BRAID_TRANSPORTS / NCCL_SHM_DISABLE filtering
+  int cudaDevice = -1;                ///< the communicator's CUDA device (-1: none)
 };
 
 /// GPU memory a connection holds for device-buffer traffic (transports/p2p); released with it.

@@ -60,6 +60,12 @@ ncclResult_t runSelf(Context& ctx, const std::vector<Transfer>& ops, bool device
 void sleepOnFirstPending(Context& ctx, const std::vector<Progress>& work, int64_t sliceNs) {
   for (const Progress& p : work) {
     if (p.finished) continue;
+    // A receive its waiter pulls (TCP): nothing wakes the FIFO's word, the socket does.
+    if (!p.op->isSend)
+      if (SlotPuller* puller = ctx.recvFifo(p.op->peer).puller()) {
+        puller->sleepFor(sliceNs);
+        return;
+      }
     FifoControl* c =
         p.op->isSend ? ctx.sendFifo(p.op->peer).control() : ctx.recvFifo(p.op->peer).control();
     std::atomic<uint32_t>* word = p.op->isSend ? &c->tail : &c->head;
@@ -184,6 +190,7 @@ static ncclResult_t runBatch(Context& ctx, const std::vector<Transfer>& ops, boo
     }
     // Slices grow from 20 us to 2 ms: prompt when several transfers alternate, idle otherwise.
     int64_t sliceNs = std::min<int64_t>(2000000, int64_t{20000} << std::min(idle - budget, 7));
+    if (ctx.policy().progress) ctx.policy().progress->progress();
     sleepOnFirstPending(ctx, work, sliceNs);
   }
   return ncclSuccess;

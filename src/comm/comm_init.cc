@@ -165,6 +165,7 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   ctx.slotBytes = comm->config.slotBytes;
   ctx.tcpSockets = comm->config.tcpSockets;
   ctx.tcpBufferBytes = comm->config.tcpBufferBytes;
+  ctx.tcpInlineBytes = comm->config.tcpInlineBytes;
   ctx.allowed = comm->config.transports;
   ctx.cudaDevice = cudaDevice;
   const std::vector<int> peers = peersToConnect(comm);
@@ -187,10 +188,7 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
              model.cost.gbps, model.cost.reduceGbps, model.oversubscribe);
   team.transportContext = ctx;
   BRAID_TRY(team.connect(ctx, peers));
-  // Proxy threads move TCP data: a rank spinning on a core they need only delays them.
-  for (auto& c : team.sendTo)
-    if (c && comm->config.spinIters < 0 && std::string(c->transportName()) == "tcp")
-      team.policy.spinIters = std::min(team.policy.spinIters, 100);
+  team.policy.progress = &team.pullEveryReceive;
   comm->health.initialized = true;
   BRAID_INFO(kSubsysInit,
              "comm %p rank %d nranks %d pid %d cudaDev %d - Init COMPLETE (spin %d, device "

@@ -21,6 +21,11 @@ ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
   c.zeroCopyShared = envInt("BRAID_ZERO_COPY_SHARED", 1) != 0;
   c.tcpSockets = static_cast<int>(envInt("BRAID_TCP_SOCKETS", envInt("NCCL_NSOCKS_PERTHREAD", 2)));
   c.tcpBufferBytes = static_cast<int>(envInt("BRAID_TCP_BUFFER", 4 << 20));
+  const int64_t inlineBytes = envInt("BRAID_TCP_INLINE_BYTES", 512 << 10);
+  if (inlineBytes < 0 || inlineBytes > (int64_t{1} << 30))
+    return fail(ncclInvalidArgument, "BRAID_TCP_INLINE_BYTES=%lld: must be in [0, 1073741824]",
+                static_cast<long long>(inlineBytes));
+  c.tcpInlineBytes = static_cast<size_t>(inlineBytes);
   c.adaptCalls = static_cast<uint32_t>(
       std::clamp<int64_t>(envInt("BRAID_TUNER_ADAPT", 2048), 0, int64_t{1} << 30));
   c.algo = envString("NCCL_ALGO", "");

@@ -29,6 +29,7 @@ struct CommConfig {
   bool zeroCopyShared = true;
   int tcpSockets = 2;                   ///< BRAID_TCP_SOCKETS (NCCL_NSOCKS_PERTHREAD also honoured)
   int tcpBufferBytes = 4 << 20;         ///< BRAID_TCP_BUFFER: SO_SNDBUF/SO_RCVBUF
+  size_t tcpInlineBytes = 512 << 10;    ///< BRAID_TCP_INLINE_BYTES: sent by the posting thread
   std::string algo;                     ///< NCCL_ALGO
   std::string proto;                    ///< NCCL_PROTO (Simple; LL is the LowLatency allreduce)
   std::vector<std::string> transports;  ///< allowed transports, empty = all

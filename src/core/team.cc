@@ -11,6 +11,12 @@
 
 namespace braid {
 
+void PullEveryReceive::progress() {
+  for (const auto& c : team_->recvFrom)
+    if (c)
+      if (SlotPuller* puller = c->fifo().puller()) puller->pull();
+}
+
 void Team::mapHosts(bool ringByHost) {
   std::vector<uint64_t> hostOf(peers.size());
   for (size_t r = 0; r < peers.size(); r++) hostOf[r] = peers[r].hostHash;

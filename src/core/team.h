@@ -15,8 +15,24 @@
 
 namespace braid {
 
+class Team;
+
+/// Pulls every receive connection of a team that its waiter fills (TCP): the team's waits do it
+/// before each sleep slice (WaitPolicy::progress), as a receiving thread per connection would.
+class PullEveryReceive final : public WaitProgress {
+ public:
+  explicit PullEveryReceive(const Team* team) : team_(team) {}
+  void progress() override;
+
+ private:
+  const Team* team_;
+};
+
 class Team {
  public:
+  Team() = default;
+  Team(const Team&) = delete;
+  Team& operator=(const Team&) = delete;
   int rank = -1;
   int nranks = 0;
   uint64_t commHash = 0;  ///< the unique id's nonce: names the communicator in logs and messages
@@ -25,6 +41,8 @@ class Team {
   std::vector<std::unique_ptr<RecvConnection>> recvFrom;  ///< by peer rank
   std::unique_ptr<Bootstrap> bootstrap;
   WaitPolicy policy;
+  /// What `policy.progress` points to once the connections are made.
+  PullEveryReceive pullEveryReceive{this};
   /// The ring the ring schedules follow, as position -> rank: every host's ranks one after
   /// another (patterns::hostContiguousOrder); empty for rank order (one host, ranks numbered
   /// host by host, or BRAID_RING_ORDER=rank). The same on every rank.

@@ -24,14 +24,22 @@ ncclResult_t waitSlow(const WaitPolicy& policy, const WakeWord& w, bool (*ready)
   // Sleep slices grow from 50us to 10ms: short enough for prompt aborts, long enough to be idle.
   int64_t sliceNs = 50000;
   for (;;) {
-    uint32_t seen = w.word->load(std::memory_order_seq_cst);
-    w.sleepers->fetch_add(1, std::memory_order_seq_cst);
-    if (ready(readyArg)) {
-      w.sleepers->fetch_sub(1, std::memory_order_seq_cst);
-      return ncclSuccess;
+    if (policy.progress) {
+      policy.progress->progress();
+      if (ready(readyArg)) return ncclSuccess;
     }
-    futexWait(w.word, seen, sliceNs);
-    w.sleepers->fetch_sub(1, std::memory_order_seq_cst);
+    if (w.sleeper) {
+      w.sleeper->sleepFor(sliceNs);
+    } else {
+      uint32_t seen = w.word->load(std::memory_order_seq_cst);
+      w.sleepers->fetch_add(1, std::memory_order_seq_cst);
+      if (ready(readyArg)) {
+        w.sleepers->fetch_sub(1, std::memory_order_seq_cst);
+        return ncclSuccess;
+      }
+      futexWait(w.word, seen, sliceNs);
+      w.sleepers->fetch_sub(1, std::memory_order_seq_cst);
+    }
     if (ready(readyArg)) return ncclSuccess;
     if (sliceNs < 10000000) sliceNs *= 2;
     if (policy.abort && policy.abort->load(std::memory_order_relaxed))

@@ -32,6 +32,16 @@ class LivenessCheck {
 
 struct WakeWord;
 
+/// A wait that sleeps on something other than a futex word: a connection whose waiting thread
+/// moves the data itself (a TCP receive pumped by the caller) sleeps until its socket is
+/// readable instead, since no other thread will ever wake the word.
+class WaitSleeper {
+ public:
+  virtual ~WaitSleeper() = default;
+  /// Sleeps until there may be something to take, or for at most `ns`.
+  virtual void sleepFor(int64_t ns) = 0;
+};
+
 /// The core this thread runs on now (the kernel keeps it where the thread can read it: a few
 /// nanoseconds); kUnknownCpu where it cannot be told.
 constexpr uint32_t kUnknownCpu = 0xffffffffu;
@@ -53,6 +63,15 @@ class StallObserver {
   virtual ncclResult_t onStall(const WakeWord& waitingOn) = 0;
 };
 
+/// Work every wait of a communicator does before each sleep slice, whatever it waits for: the
+/// team pulls its TCP receives (core/team.h), so data keeps leaving a peer's socket while this
+/// rank waits on another connection.
+class WaitProgress {
+ public:
+  virtual ~WaitProgress() = default;
+  virtual void progress() = 0;
+};
+
 /// How a communicator waits: its spin budget, deadline and abort flag.
 struct WaitPolicy {
   int spinIters = 2000;                          ///< most polls before the first sleep
@@ -62,7 +81,8 @@ struct WaitPolicy {
   /// e.g. another process took its core), down to kMinSpinPolls, doubled back towards spinIters
   /// whenever it did. Only the thread that owns the policy's communicator waits with it.
   mutable int spinNow = -1;
-  StallObserver* stall = nullptr;  ///< the running operation's mismatch watch, if any
+  StallObserver* stall = nullptr;    ///< the running operation's mismatch watch, if any
+  WaitProgress* progress = nullptr;  ///< done before each sleep slice (WaitProgress)
   /// Waits that found nothing ready, and those of them that spinning did not end (the peer was
   /// on this core or not running): how contended the cores are now, as the tuner reads it.
   mutable uint64_t waits = 0;
@@ -85,6 +105,8 @@ struct WakeWord {
   std::atomic<uint32_t>* word;
   std::atomic<uint32_t>* sleepers;
   const std::atomic<uint32_t>* peerCpu = nullptr;
+  /// Set where nobody wakes `word`: waits sleep through it instead (WaitSleeper).
+  WaitSleeper* sleeper = nullptr;
 };
 
 /// True when the other side of `w` last ran on this thread's core: it cannot answer until this

@@ -1,5 +1,5 @@
-// Fuzz target: the TCP transport's receiving proxy (transports/tcp/tcp_proxy.cc) reading a byte
-// stream from a peer. The input is what arrives on the socket; the proxy must deliver exactly
+// Fuzz target: the TCP transport's receiving end (transports/tcp/tcp_receive_pump.cc) reading a
+// byte stream from a peer. The input is what arrives on the socket; it must deliver exactly
 // the well-formed {slot descriptor, payload} frames a reference reader finds, in order, and then
 // fail cleanly (a frame larger than a slot, a truncated frame, the end of the stream): no
 // crash, no overflow of a slot, no hang.
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_check.h"
-#include "transports/tcp/tcp_proxy.h"
+#include "transports/tcp/tcp_receive_pump.h"
 #include "util/status.h"
 
 namespace {
@@ -59,8 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   close(sv[1]);
   const std::vector<Frame> expected = referenceFrames(data, size);
   {
-    TcpProxy proxy(TcpProxy::kReceive, {sv[0]}, kSlots, kSlotBytes, /*peer=*/1);
-    FifoReceiver rx(proxy.fifo(), &proxy);
+    TcpReceivePump pump({sv[0]}, kSlots, kSlotBytes, /*peer=*/1);
+    FifoReceiver rx;
+    rx.attach(pump.fifo(), &pump, /*acceptsClaims=*/true, &pump);
     WaitPolicy policy;
     policy.spinIters = 1 << 20;  // spin: a sleeping reader would dominate the time per input
     policy.timeoutS = 10;        // a hang shows up as a failed check, not a stuck fuzzer

@@ -1,15 +1,17 @@
 // TCP transport for ranks on different hosts (or when NCCL_SHM_DISABLE=1). The algorithms still
-// see an in-memory FIFO: a proxy thread per connection moves slots between that FIFO and the
-// sockets, so sends never block the algorithm while its own peer is busy sending (no ring
-// deadlock) and the reduction of one slot overlaps the transfer of the next. Each connection
-// stripes its slots over several sockets (BRAID_TCP_SOCKETS) with large socket buffers.
+// see an in-memory FIFO. Receives are pulled off the sockets by the rank while it waits for them
+// (tcp_receive_pump.h); sends of small slots leave from the rank's own thread, and the rest from
+// a thread per connection (tcp_send_engine.h), so sends never block the algorithm while its own
+// peer is busy sending (no ring deadlock). Each connection stripes its slots over several
+// sockets (BRAID_TCP_SOCKETS) with large socket buffers.
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <thread>
 
-#include "transports/tcp/tcp_proxy.h"
+#include "transports/tcp/tcp_receive_pump.h"
+#include "transports/tcp/tcp_send_engine.h"
 #include "transports/transport.h"
 #include "util/hmac_sha256.h"
 #include "util/log.h"
@@ -55,7 +57,7 @@ class TcpRecv : public RecvConnection {
   TcpRecv(int listenFd, const TcpBlob& blob, int peer)
       : listenFd_(listenFd), blob_(blob), peer_(peer) {}
   ~TcpRecv() override {
-    proxy_.reset();
+    pump_.reset();
     closeFd(listenFd_);
   }
   const char* transportName() const override { return "tcp"; }
@@ -92,10 +94,9 @@ class TcpRecv : public RecvConnection {
       accepted++;
     }
     closeFd(listenFd_);
-    proxy_ = std::make_unique<TcpProxy>(TcpProxy::kReceive, std::move(fds), ctx.nslots,
-                                        ctx.slotBytes, peer_);
-    // The proxy is a thread of this process: it can receive straight into the rank's buffers.
-    fifo_.attach(proxy_->fifo(), proxy_.get(), /*acceptsClaims=*/true);
+    pump_ = std::make_unique<TcpReceivePump>(std::move(fds), ctx.nslots, ctx.slotBytes, peer_);
+    // The rank itself pulls the frames: it can receive straight into its own buffers.
+    fifo_.attach(pump_->fifo(), pump_.get(), /*acceptsClaims=*/true, pump_.get());
     return ncclSuccess;
   }
 
@@ -103,23 +104,24 @@ class TcpRecv : public RecvConnection {
   int listenFd_;
   TcpBlob blob_;
   int peer_;
-  std::unique_ptr<TcpProxy> proxy_;
+  std::unique_ptr<TcpReceivePump> pump_;
 };
 
 class TcpSend : public SendConnection {
  public:
-  TcpSend(std::unique_ptr<TcpProxy> proxy, const std::atomic<uint32_t>* abort, double timeoutS)
-      : proxy_(std::move(proxy)), abort_(abort), timeoutS_(timeoutS) {
-    // The proxy is a thread of this process: it can send straight out of the rank's buffers.
-    fifo_.attach(proxy_->fifo(), proxy_.get(), /*acceptsLent=*/true);
+  TcpSend(std::unique_ptr<TcpSendEngine> engine, const std::atomic<uint32_t>* abort,
+          double timeoutS)
+      : engine_(std::move(engine)), abort_(abort), timeoutS_(timeoutS) {
+    // The engine is this process: it can send straight out of the rank's buffers.
+    fifo_.attach(engine_->fifo(), engine_.get(), /*acceptsLent=*/true, engine_.get());
   }
   // A rank that finished its last operation may destroy its communicator while its final slots
   // are still queued: they must reach the peer first (an abort waits a short grace period).
-  ~TcpSend() override { proxy_->drain(timeoutS_, abort_); }
+  ~TcpSend() override { engine_->drain(timeoutS_, abort_); }
   const char* transportName() const override { return "tcp"; }
 
  private:
-  std::unique_ptr<TcpProxy> proxy_;
+  std::unique_ptr<TcpSendEngine> engine_;
   const std::atomic<uint32_t>* abort_;
   double timeoutS_;
 };
@@ -176,9 +178,10 @@ class TcpTransport : public Transport {
         return addContext(r, "TCP connection to rank %d", peer);
       }
     }
-    *conn = std::make_unique<TcpSend>(std::make_unique<TcpProxy>(TcpProxy::kSend, std::move(fds),
-                                                                 ctx.nslots, ctx.slotBytes, peer),
-                                      ctx.policy.abort, ctx.policy.timeoutS);
+    *conn = std::make_unique<TcpSend>(
+        std::make_unique<TcpSendEngine>(std::move(fds), ctx.nslots, ctx.slotBytes,
+                                        ctx.tcpInlineBytes, peer),
+        ctx.policy.abort, ctx.policy.timeoutS);
     return ncclSuccess;
   }
 };

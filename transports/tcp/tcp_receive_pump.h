@@ -1,0 +1,72 @@
+// The receiving end of a TCP connection, with no thread of its own: whoever waits on its FIFO
+// pulls the frames off the sockets (SlotPuller), so a message that arrives while the rank waits
+// for it goes straight from the socket to the rank, with no hand-off between threads. While
+// nobody waits, arriving data stays in the kernel's socket buffers; the sender's side keeps its
+// own thread for what does not fit there (tcp_send_engine.h). Each socket is read a few KiB at a
+// time into a read-ahead buffer, so a small frame (header and payload) takes one system call;
+// large payloads go from the socket straight to their slot or claimed buffer.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "transports/fifo.h"
+#include "transports/tcp/tcp_frames.h"
+#include "util/wait.h"
+
+namespace braid {
+
+class TcpReceivePump : public SlotPuller, public LivenessCheck {
+ public:
+  TcpReceivePump(std::vector<int> fds, uint32_t nslots, size_t slotBytes, int peer);
+  ~TcpReceivePump() override;
+
+  FifoControl* fifo() const { return fifo_; }
+  /// Moves every complete or partial frame the sockets hold into the FIFO, without blocking,
+  /// until the sockets are empty or the FIFO is full. A failure closes the FIFO (check() says
+  /// why).
+  void pull() override;
+  /// Sleeps until the socket the next frame comes on is readable, or for at most `ns`.
+  void sleepFor(int64_t ns) override;
+  /// ncclRemoteError once the sockets failed (peer closed, reset, malformed frame).
+  ncclResult_t check() override;
+  /// Shuts the sockets: nothing lands in the rank's buffers once this returns.
+  void sever() override;
+  int peerRank() const override { return peer_; }
+
+ private:
+  /// Takes the current frame as far as the socket allows; true when it completed.
+  ncclResult_t pullFrame(bool* completed);
+  /// Bytes read from a socket beyond the frame in progress (the start of its next frames).
+  struct ReadAhead {
+    std::vector<char> bytes;
+    size_t start = 0, end = 0;
+  };
+  /// Fills into[*got, want) from the socket's read-ahead, then the socket, without blocking.
+  ncclResult_t take(size_t socket, void* into, size_t want, size_t* got, bool* wouldBlock);
+  void markFailed();
+
+  std::vector<int> fds_;
+  std::vector<ReadAhead> ahead_;  ///< per socket (touched only while busy_ is held)
+  void* mem_ = nullptr;
+  FifoControl* fifo_ = nullptr;
+  FifoSender filler_;
+  int peer_;
+  std::atomic_flag busy_;  ///< held by the one thread pulling
+  std::atomic<bool> severed_{false};
+  std::atomic<bool> failed_{false};
+  std::mutex failureMutex_;
+  std::string failure_;
+  // The frame in progress (touched only while busy_ is held).
+  std::atomic<uint32_t> frames_{0};  ///< frames completed: the next comes on fds_[frames_ % n]
+  WireHeader header_{};
+  size_t headerGot_ = 0;
+  void* into_ = nullptr;  ///< where the payload goes: a slot, a claimed buffer or statusExtra_
+  bool landing_ = false;  ///< into_ is the rank's claimed buffer
+  size_t payloadGot_ = 0;
+  uint64_t statusExtra_[kFifoStatusWords - 3] = {};
+};
+
+}  // namespace braid

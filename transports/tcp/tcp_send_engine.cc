@@ -1,0 +1,196 @@
+#include "transports/tcp/tcp_send_engine.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "util/log.h"
+#include "util/socket.h"
+#include "util/status.h"
+
+namespace braid {
+
+TcpSendEngine::TcpSendEngine(std::vector<int> fds, uint32_t nslots, size_t slotBytes,
+                             size_t inlineBytes, int peer)
+    : fds_(std::move(fds)), inlineBytes_(inlineBytes), peer_(peer) {
+  size_t bytes = fifoBytes(nslots, slotBytes);
+  mem_ = aligned_alloc(4096, bytes);
+  if (!mem_) abort();  // allocation failure at setup: nothing sensible to continue with
+  fifo_ = fifoInit(mem_, nslots, slotBytes);
+  queue_.attach(fifo_, nullptr);
+  thread_ = std::thread([this] { run(); });
+}
+
+TcpSendEngine::~TcpSendEngine() {
+  sever();
+  for (int& fd : fds_) closeFd(fd);
+  free(mem_);
+}
+
+void TcpSendEngine::sever() {
+  stop_.store(1);
+  for (int fd : fds_) shutdown(fd, SHUT_RDWR);
+  fifo_->closed.store(1);
+  futexWakeAll(&fifo_->head);
+  futexWakeAll(&fifo_->tail);
+  if (thread_.joinable()) thread_.join();
+  // A poster sending right now may be reading lent memory: wait for it to stop.
+  std::lock_guard<std::mutex> lock(mutex_);
+}
+
+void TcpSendEngine::drain(double seconds, const std::atomic<uint32_t>* abort) {
+  // Queued slots may belong to a call that already returned success on this rank while its
+  // peers are still inside it: a rank that failed at its next call and aborts must not take
+  // that call's data down with it. An abort therefore shortens the wait to a grace period
+  // (queued slots leave in microseconds when the peer reads) instead of skipping it.
+  constexpr double kAbortGraceS = 0.1;
+  Deadline deadline = Deadline::after(seconds);
+  Deadline grace;
+  bool aborting = false;
+  while (!failed_.load() && !stop_.load() && fifo_->tail.load() != fifo_->head.load() &&
+         !deadline.expired()) {
+    if (!aborting && abort && abort->load()) {
+      aborting = true;
+      grace = Deadline::after(kAbortGraceS);
+    }
+    if (aborting && grace.expired()) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+ncclResult_t TcpSendEngine::check() {
+  if (!failed_.load()) return ncclSuccess;
+  std::lock_guard<std::mutex> lock(failureMutex_);
+  return fail(ncclRemoteError, "TCP connection to rank %d failed: %s", peer_, failure_.c_str());
+}
+
+void TcpSendEngine::markFailed() {
+  {
+    std::lock_guard<std::mutex> lock(failureMutex_);
+    failure_ = lastError();
+  }
+  failed_.store(true);
+  BRAID_INFO(kSubsysNet, "tcp: connection to rank %d failed: %s", peer_, failure_.c_str());
+  // Wake the rank so it notices instead of waiting for its deadline.
+  fifo_->closed.store(1);
+  futexWakeAll(&fifo_->head);
+  futexWakeAll(&fifo_->tail);
+}
+
+void TcpSendEngine::pushPosted(const SlotInfo& info) {
+  FifoControl* c = fifo_;
+  // Inline only when this slot is all that is queued: earlier (larger) slots are the thread's.
+  const bool alone =
+      c->head.load(std::memory_order_relaxed) - c->tail.load(std::memory_order_acquire) == 1;
+  if (alone && info.bytes <= inlineBytes_ && !stop_.load() && !failed_.load() &&
+      mutex_.try_lock()) {
+    const Push p = pushLocked();
+    mutex_.unlock();
+    if (p == Push::kIdle) return;
+    if (p == Push::kFailed) {
+      markFailed();
+      return;
+    }
+  }
+  notify(WakeWord{&c->head, &c->headSleepers});
+}
+
+TcpSendEngine::Push TcpSendEngine::pushLocked() {
+  for (;;) {
+    if (stop_.load(std::memory_order_relaxed)) return Push::kIdle;
+    if (!inFrame_) {
+      const void* slot;
+      uint64_t status[kFifoStatusWords];
+      uint32_t version = 0;
+      if (queue_.tryWait(&slot, &header_)) {
+        payload_ = queue_.payload(slot);
+        frameIsSlot_ = true;
+      } else if (fifo_->statusVersion.load() != statusSent_.load() &&
+                 fifoReadStatus(fifo_, status, &version)) {
+        // A status goes out only when no slot is pending, so it never overtakes data posted
+        // before it: a receiver that sees "my peer has moved on" has all its earlier slots.
+        header_ = WireHeader{kStatusExtraBytes, kStatusFrameTag, {status[0], status[1], status[2]}};
+        memcpy(statusExtra_, status + 3, sizeof(statusExtra_));
+        payload_ = statusExtra_;
+        frameIsSlot_ = false;
+        statusSent_.store(version);
+      } else {
+        return Push::kIdle;
+      }
+      inFrame_ = true;
+      sent_ = 0;
+    }
+    const int fd = fds_[frames_ % fds_.size()];
+    const size_t total = sizeof(header_) + header_.bytes;
+    while (sent_ < total) {
+      iovec iov[2];
+      int n = 0;
+      if (sent_ < sizeof(header_))
+        iov[n++] = {reinterpret_cast<char*>(&header_) + sent_, sizeof(header_) - sent_};
+      const size_t payloadSent = sent_ > sizeof(header_) ? sent_ - sizeof(header_) : 0;
+      if (header_.bytes > payloadSent)
+        iov[n++] = {const_cast<char*>(static_cast<const char*>(payload_)) + payloadSent,
+                    header_.bytes - payloadSent};
+      msghdr m{};
+      m.msg_iov = iov;
+      m.msg_iovlen = n;
+      const ssize_t s = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (s > 0) {
+        sent_ += static_cast<size_t>(s);
+        continue;
+      }
+      if (s < 0 && errno == EINTR) continue;
+      if (s < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        blockedFd_ = fd;
+        return Push::kBlocked;
+      }
+      fail(ncclRemoteError, "send: %s (peer closed the connection?)",
+           s < 0 ? strerror(errno) : "nothing sent");
+      return Push::kFailed;
+    }
+    inFrame_ = false;
+    frames_++;
+    if (frameIsSlot_) queue_.release();
+  }
+}
+
+void TcpSendEngine::run() {
+  if (sendLoop() != ncclSuccess && !stop_.load()) markFailed();
+}
+
+// The thread waits without a deadline (the rank has one) but stops on stop_.
+ncclResult_t TcpSendEngine::sendLoop() {
+  WaitPolicy policy{64, 0, &stop_};
+  FifoControl* c = fifo_;
+  for (;;) {
+    auto ready = [c, this] {
+      return c->head.load() != c->tail.load() || c->closed.load() != 0 ||
+             c->statusVersion.load() != statusSent_.load();
+    };
+    BRAID_TRY(waitUntil(policy, WakeWord{&c->head, &c->headSleepers}, ready, nullptr,
+                        "waiting for a slot to send"));
+    if (stop_.load()) return ncclSuccess;
+    if (c->head.load() == c->tail.load() && c->closed.load() != 0)
+      return fail(ncclRemoteError, "connection closed");
+    int blocked = -1;
+    Push p;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      p = pushLocked();
+      blocked = blockedFd_;
+    }
+    if (p == Push::kFailed) return ncclRemoteError;
+    if (p == Push::kBlocked) {
+      // The socket is full: sleep until it drains (short slices, so stop_ is seen promptly).
+      pollfd pf{blocked, POLLOUT, 0};
+      poll(&pf, 1, 100);
+    }
+  }
+}
+
+}  // namespace braid

@@ -1,0 +1,71 @@
+// The sending end of a TCP connection. The rank posts slots into a local FIFO; a slot of at most
+// `inlineBytes` posted while nothing else is queued leaves at once from the posting thread
+// (SlotPusher), with no hand-off between threads. Whatever does not leave that way (larger
+// slots, or a socket without room) is sent by the connection's thread, which waits on the FIFO
+// and on the sockets, so the rank never blocks on a peer that is busy sending to it (a ring's
+// ranks all send before they receive).
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transports/fifo.h"
+#include "transports/tcp/tcp_frames.h"
+#include "util/wait.h"
+
+namespace braid {
+
+class TcpSendEngine : public SlotPusher, public LivenessCheck {
+ public:
+  TcpSendEngine(std::vector<int> fds, uint32_t nslots, size_t slotBytes, size_t inlineBytes,
+                int peer);
+  ~TcpSendEngine() override;
+
+  FifoControl* fifo() const { return fifo_; }
+  void pushPosted(const SlotInfo& info) override;
+  /// Waits (at most `seconds`; 0.1 s once `abort` is raised) until every posted slot is on the
+  /// wire.
+  void drain(double seconds, const std::atomic<uint32_t>* abort);
+  /// ncclRemoteError once the sockets failed (peer closed, reset, unreachable).
+  ncclResult_t check() override;
+  /// Stops the thread and shuts the sockets: the connection is dead from here on (lent memory,
+  /// fifo.h: FifoSender::postLent, is never touched again).
+  void sever() override;
+  int peerRank() const override { return peer_; }
+
+ private:
+  enum class Push { kIdle, kBlocked, kFailed };
+  /// Sends queued frames until none is left or a socket has no room (mutex_ held).
+  Push pushLocked();
+  void run();
+  ncclResult_t sendLoop();
+  void markFailed();
+
+  std::vector<int> fds_;
+  void* mem_ = nullptr;
+  FifoControl* fifo_ = nullptr;
+  size_t inlineBytes_;
+  int peer_;
+  std::mutex mutex_;  ///< held by whichever thread sends: the poster or the connection's
+  FifoReceiver queue_;
+  // The frame in progress (mutex_).
+  size_t frames_ = 0;  ///< frames completed: the next goes on fds_[frames_ % n]
+  bool inFrame_ = false;
+  bool frameIsSlot_ = false;
+  WireHeader header_{};
+  const void* payload_ = nullptr;
+  size_t sent_ = 0;
+  uint64_t statusExtra_[kFifoStatusWords - 3] = {};
+  std::atomic<uint32_t> statusSent_{0};
+  int blockedFd_ = -1;
+  std::atomic<uint32_t> stop_{0};
+  std::atomic<bool> failed_{false};
+  std::mutex failureMutex_;
+  std::string failure_;
+  std::thread thread_;
+};
+
+}  // namespace braid
