@@ -46,8 +46,8 @@ struct Options {
   std::size_t factor = 2;
   int rounds = 11;
   int instances = 3;
-  std::vector<std::string> algorithms = {"Ring",    "Tree",         "Direct",
-                                         "TwoShot", "Rabenseifner", "LowLatency"};
+  std::vector<std::string> algorithms = {
+      "Ring", "Tree", "Direct", "TwoShot", "Rabenseifner", "RecursiveDoubling", "LowLatency"};
 };
 
 struct Variant {
@@ -106,7 +106,9 @@ std::vector<std::string> splitList(const char* text) {
       "(default 11)\n"
       "  -i     communicators per variant, used in turn by the rounds (default 3)\n"
       "  -a     forced algorithms raced against the tuner's choice (default "
-      "Ring,Tree,Direct,TwoShot,Rabenseifner,LowLatency; Ring+Direct is the list Ring,Direct)\n",
+      "Ring,Tree,Direct,TwoShot,Rabenseifner,RecursiveDoubling,LowLatency; Ring+Direct is the "
+      "list\n"
+      "Ring,Direct)\n",
       program);
   exitNow(status);
 }

@@ -20,6 +20,7 @@ const Table& table() {
     add(CollType::kAllReduce, directAllReduce());
     add(CollType::kAllReduce, twoShotAllReduce());
     add(CollType::kAllReduce, rabenseifnerAllReduce());
+    add(CollType::kAllReduce, recursiveDoublingAllReduce());
     add(CollType::kAllReduce, zeroCopyAllReduce());
     add(CollType::kAllReduce, lowLatencyAllReduce());
     add(CollType::kAllReduce, hierarchicalAllReduce());

@@ -17,6 +17,7 @@ const Algorithm* lowLatencyAllReduce();
 const Algorithm* hierarchicalAllReduce();
 const Algorithm* twoShotAllReduce();
 const Algorithm* rabenseifnerAllReduce();
+const Algorithm* recursiveDoublingAllReduce();
 const Algorithm* zeroCopyAllReduce();
 const Algorithm* zeroCopyAllGather();
 const Algorithm* zeroCopyReduceScatter();

@@ -22,16 +22,10 @@ class DirectAllReduce : public Algorithm {
   }
 
   ncclResult_t run(const CollArgs& args, Context& ctx) const override {
-    // Messages larger than a slot go in slot-sized chunks, each a one-shot of its own.
-    size_t step = (ctx.config.slotBytes / args.elemSize) & ~size_t(63);
-    if (step == 0) step = ctx.config.slotBytes / args.elemSize;
-    const size_t es = args.elemSize;
-    for (size_t off = 0; off < args.count; off += step) {
-      size_t n = std::min(step, args.count - off);
-      BRAID_TRY(oneShot(args, ctx, static_cast<const char*>(args.sendbuff) + off * es,
-                        static_cast<char*>(args.recvbuff) + off * es, n));
-    }
-    return ncclSuccess;
+    // Messages larger than a slot go in slot-sized pieces, each a one-shot of its own.
+    return forEachSlotPiece(args, ctx, [&](const void* in, void* out, size_t count) {
+      return oneShot(args, ctx, in, out, count);
+    });
   }
 
  private:

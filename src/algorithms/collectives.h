@@ -20,10 +20,11 @@ enum class Extent : uint8_t {
 };
 
 /// Bytes one rank moves (or reduces) in a textbook schedule, as multiples of the call's bytes S
-/// on n ranks: once*S + part*(n-1)/n*S + peers*(n-1)*S + fill*(n-2)*min(S, slot). The last term is
-/// a pipeline's first slot crossing the hops before it fills.
+/// on n ranks: once*S + part*(n-1)/n*S + peers*(n-1)*S + fill*(n-2)*min(S, slot) + logs*log2(n)*S.
+/// The fill term is a pipeline's first slot crossing the hops before it fills.
 struct Traffic {
   double once = 0, part = 0, peers = 0, fill = 0;
+  double logs = 0;  ///< whole messages per doubling step (log2 n of them)
 };
 
 struct CollectiveInfo {

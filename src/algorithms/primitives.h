@@ -28,6 +28,22 @@ inline Block blockOf(size_t count, int n, int j) {
   return {start, per < count - start ? per : count - start};
 }
 
+/// Runs `piece(in, out, count)` over the call's elements in pieces of at most one slot (multiples
+/// of 64 elements where a slot holds that many): the one-exchange-per-message algorithms (Direct,
+/// RecursiveDoubling) move a larger message as a series of slot-sized calls of their own.
+template <class Piece>
+ncclResult_t forEachSlotPiece(const CollArgs& args, const Context& ctx, const Piece& piece) {
+  size_t step = (ctx.config.slotBytes / args.elemSize) & ~size_t(63);
+  if (step == 0) step = ctx.config.slotBytes / args.elemSize;
+  const size_t es = args.elemSize;
+  for (size_t off = 0; off < args.count; off += step) {
+    const size_t n = step < args.count - off ? step : args.count - off;
+    BRAID_TRY(piece(static_cast<const char*>(args.sendbuff) + off * es,
+                    static_cast<char*>(args.recvbuff) + off * es, n));
+  }
+  return ncclSuccess;
+}
+
 /// Where an algorithm's receives of final data end up, so that a TCP proxy can receive them
 /// straight there instead of into a slot (Primitives::landReceives). Receives are counted from 0
 /// in the order the algorithm waits for them.

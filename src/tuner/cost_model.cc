@@ -37,6 +37,8 @@ struct Shape {
 constexpr Traffic kToEveryPeer{0, 0, 1, 0};
 constexpr Traffic kTwiceMessage{2, 0, 0, 0};
 constexpr Traffic kOnceMessage{1, 0, 0, 0};
+// The whole message, sent and reduced once per doubling step.
+constexpr Traffic kEachStep{0, 0, 0, 0, 1};
 using C = CollType;
 // Shared memory and same-process FIFOs, a core for every rank (the ranks pinned). Fitted at 2
 // ranks to the choices, not the times (tools/tuner-sweep's paired turns, five sweeps): the
@@ -52,7 +54,8 @@ constexpr Shape kMemoryDedicatedShapes[] = {
     {C::kAllReduce, "LowLatency", 0.25, 0.25, 0, 1.0, 1.0, 0, 0, true, kToEveryPeer, kToEveryPeer},
     {C::kAllReduce, "Tree", 2, 0, 2, 0.15, 1.01, 0, 0, true, kTwiceMessage, kOnceMessage},
     {C::kAllReduce, "TwoShot", 1.875, 0.625, 0, 0.17, 0.95},
-    {C::kAllReduce, "Rabenseifner", 3, 1, 2, 0.09, 1.27}};
+    {C::kAllReduce, "Rabenseifner", 3, 1, 2, 0.09, 1.27},
+    {C::kAllReduce, "RecursiveDoubling", 0, 0, 1, 0.30, 0.75, 0, 0, true, kEachStep, kEachStep}};
 // Shared memory, more ranks than cores: every step waits for a peer to be scheduled. The one-shot
 // algorithms' steps wait on all peers at once and cost less each than the ring's chain. Direct's
 // and TwoShot's bytes factors are fitted to the choices as above (3 and 4 ranks): Direct to
@@ -63,7 +66,8 @@ constexpr Shape kMemorySharedShapes[] = {
     {C::kAllReduce, "LowLatency", 0.25, 0.25, 0, 1.0, 1.0, 0, 0, true, kToEveryPeer, kToEveryPeer},
     {C::kAllReduce, "Tree", 2, 0, 2, 0.84, 1.28, 0, 0, true, kTwiceMessage, kOnceMessage},
     {C::kAllReduce, "TwoShot", 1.875, 0.625, 0, 0.78, 0.78},
-    {C::kAllReduce, "Rabenseifner", 3, 1, 2, 0.46, 1.43}};
+    {C::kAllReduce, "Rabenseifner", 3, 1, 2, 0.46, 1.43},
+    {C::kAllReduce, "RecursiveDoubling", 0, 0, 1, 0.9, 0.95, 0, 0, true, kEachStep, kEachStep}};
 // TCP: the sockets and the proxy threads are the limit. One table for every rank count: the fit
 // separated by cores per rank made no better choices.
 constexpr Shape kTcpShapes[] = {
@@ -71,7 +75,8 @@ constexpr Shape kTcpShapes[] = {
     {C::kAllReduce, "Direct", 1, 0.5, 0, 0.94, 1.05, 0.029, 0, true, kToEveryPeer, kToEveryPeer},
     {C::kAllReduce, "Tree", 1, 0, 2, 1.11, 0.366, 0.294, 0, true, kTwiceMessage, kOnceMessage},
     {C::kAllReduce, "TwoShot", 0, 2, 0, 0.92, 1.19, -0.063},
-    {C::kAllReduce, "Rabenseifner", 1.5, 0, 2, 0.82, 1.04, 0.186}};
+    {C::kAllReduce, "Rabenseifner", 1.5, 0, 2, 0.82, 1.04, 0.186},
+    {C::kAllReduce, "RecursiveDoubling", 0, 0, 1, 0.94, 1.3, 0, 0, true, kEachStep, kEachStep}};
 // The other collectives, on every transport (docs/design.md, "Selection"): Bruck's log2(n) steps
 // move its blocks twice through scratch, and its reduce-scatter measured behind the ring even
 // at 4 KiB.
@@ -202,14 +207,17 @@ double estimateCollectiveUs(const CommCostModel& model, int n, const CollArgs& a
   const Shape shape = shapeOf(model, args.coll, algorithm);
   // A binary tree of n ranks is floor(log2 n) deep: the broadcast tree's depth.
   const double depth = std::floor(std::log2(n));
+  // Recursive doubling folds the ranks beyond a power of two in before its steps and out after
+  // them: two steps more than log2 of that power.
+  const double doublings = is("RecursiveDoubling") ? depth + ((n & (n - 1)) ? 2 : 0) : lg;
   const double steps =
-      shape.stepFactor * (shape.c0 + shape.c1 * (n - 1) + shape.c2 * lg + shape.c3 * depth);
+      shape.stepFactor * (shape.c0 + shape.c1 * (n - 1) + shape.c2 * doublings + shape.c3 * depth);
   const CollectiveInfo& info = collectiveInfo(args.coll);
   const Traffic& moved = shape.ownTraffic ? shape.moved : info.moved;
   const Traffic& reduced = shape.ownTraffic ? shape.reduced : info.reduced;
   auto amount = [&](const Traffic& t) {
     return t.once * S + t.part * part * S + t.peers * (n - 1) * S +
-           t.fill * std::max(0, n - 2) * std::min(S, model.slotBytes);
+           t.fill * std::max(0, n - 2) * std::min(S, model.slotBytes) + t.logs * lg * S;
   };
   const double bytes = amount(moved) * beta + amount(reduced) * gamma;
   // The per-peer term was fitted on 2-4 ranks (1-3 peers): it is not extrapolated beyond them.

@@ -23,6 +23,8 @@ std::vector<GridPoint> smallGrid() {
   // Rabenseifner at one odd count per transport (its threads grid covers the rest).
   out.push_back({"Rabenseifner", "shm", 3});
   out.push_back({"Rabenseifner", "tcp", 3});
+  out.push_back({"RecursiveDoubling", "shm", 5});
+  out.push_back({"RecursiveDoubling", "tcp", 3});
   // Zero-copy from registered ncclMemAlloc memory, which peers map; and the fallback when only
   // some ranks registered.
   for (int n : {2, 3, 5}) out.push_back({"ZeroCopy", "shm", n, Registration::kRegister});

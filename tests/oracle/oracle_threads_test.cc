@@ -21,6 +21,8 @@ std::vector<GridPoint> smallGrid() {
     out.push_back({"Ring", transport, 1});  // one rank: no algorithm runs, only pre/post ops
     for (const char* algo : {"Ring", "Tree", "Direct", "TwoShot", "Rabenseifner"})
       for (int n : {2, 3, 5}) out.push_back({algo, transport, n});
+    // Recursive doubling from 3 ranks (2 are Direct's): 3 and 5 fold one rank in and out.
+    for (int n : {3, 5}) out.push_back({"RecursiveDoubling", transport, n});
   }
   // Threads share the address space: registered memory of any kind is read in place.
   for (int n : {2, 3, 5}) out.push_back({"ZeroCopy", "local", n, Registration::kRegister});
@@ -86,6 +88,11 @@ std::vector<GridPoint> chunkGrid() {
   // (tests/collectives) covers 2-8 ranks on each transport: two points keep CI time down.
   out.push_back({"Rabenseifner", "local", 4});
   out.push_back({"Rabenseifner", "tcp", 4});
+  // Recursive doubling: a power of two, and 6 and 7 ranks (two and three pairs fold first).
+  out.push_back({"RecursiveDoubling", "local", 4});
+  out.push_back({"RecursiveDoubling", "local", 6});
+  out.push_back({"RecursiveDoubling", "local", 7});
+  out.push_back({"RecursiveDoubling", "tcp", 4});
   out.push_back({"ZeroCopy", "local", 4, Registration::kRegister});
   out.push_back({"ZeroCopy", "local", 8, Registration::kRegister});
   return out;
