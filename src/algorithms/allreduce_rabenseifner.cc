@@ -1,5 +1,6 @@
 // Rabenseifner allreduce for mid sizes: a reduce-scatter then an allgather, each in ceil(log2 n)
-// Bruck steps (recursive halving and doubling at powers of two; any rank count works). The count
+// steps. At a power of two, recursive halving and doubling in the output buffer
+// (halving_doubling.h); at any other rank count, Bruck steps on a rotated copy. The count
 // is split into n blocks differing by at most one element; each rank moves 2(n-1)/n of the data,
 // like the ring, in 2 log2(n) steps instead of 2(n-1). Every block is reduced once, on its owner,
 // and then copied, so all ranks receive bitwise-identical results.
@@ -7,6 +8,7 @@
 
 #include "algorithms/algorithm_registry.h"
 #include "algorithms/bruck.h"
+#include "algorithms/halving_doubling.h"
 
 namespace braid {
 namespace {
@@ -20,6 +22,7 @@ class RabenseifnerAllReduce : public Algorithm {
   ncclResult_t run(const CollArgs& args, Context& ctx) const override {
     if (args.count == 0) return ncclSuccess;
     const int n = ctx.nranks();
+    if (isPowerOfTwo(n)) return runHalvingDoubling(ctx, args);
     const size_t each = args.count / n, extra = args.count % n;
     std::vector<size_t> starts(n + 1);
     for (int b = 0; b <= n; b++) starts[b] = b * each + std::min(static_cast<size_t>(b), extra);

@@ -23,6 +23,7 @@ std::vector<GridPoint> smallGrid() {
   // Rabenseifner at one odd count per transport (its threads grid covers the rest).
   out.push_back({"Rabenseifner", "shm", 3});
   out.push_back({"Rabenseifner", "tcp", 3});
+  out.push_back({"Rabenseifner", "tcp", 4});  // halving and doubling, pieces lent
   out.push_back({"RecursiveDoubling", "shm", 5});
   out.push_back({"RecursiveDoubling", "tcp", 3});
   // Zero-copy from registered ncclMemAlloc memory, which peers map; and the fallback when only

@@ -84,9 +84,11 @@ std::vector<GridPoint> chunkGrid() {
     out.push_back({algo, "shm", 4});
     out.push_back({algo, "tcp", 4});
   }
-  // Rabenseifner shares its steps with the Bruck allgather and reduce-scatter, whose exact grid
-  // (tests/collectives) covers 2-8 ranks on each transport: two points keep CI time down.
+  // Rabenseifner beyond powers of two shares its steps with the Bruck allgather and
+  // reduce-scatter, whose exact grid (tests/collectives) covers 2-8 ranks on each transport; at
+  // powers of two it halves and doubles in the output (4 and 8 ranks here, lent over TCP).
   out.push_back({"Rabenseifner", "local", 4});
+  out.push_back({"Rabenseifner", "local", 8});  // halving and doubling: three steps each
   out.push_back({"Rabenseifner", "tcp", 4});
   // Recursive doubling: a power of two, and 6 and 7 ranks (two and three pairs fold first).
   out.push_back({"RecursiveDoubling", "local", 4});
