@@ -130,13 +130,14 @@ def run_case(net, args, env_extra, program):
 
 
 def parse_rows(output):
-    """nccl-tests rows: size -> (out-of-place busbw, #wrong, algorithm or "" without -A 1)."""
+    """nccl-tests rows: size -> (out-of-place busbw, #wrong, algorithm or "" without -A 1,
+    out-of-place time per call in us)."""
     rows = {}
     for line in output.splitlines():
         cells = line.split()
         if len(cells) >= 12 and cells[0].isdigit():
             rows[int(cells[0])] = (float(cells[7]), int(cells[8]) if cells[8].isdigit() else -1,
-                                   cells[13] if len(cells) > 13 else "")
+                                   cells[13] if len(cells) > 13 else "", float(cells[5]))
     return rows
 
 
@@ -217,8 +218,8 @@ def main():
                 runs.append({"case": name, "env": env, "repeat": rep, "rows": rows,
                              "output": output})
                 print(f"# {name} repeat {rep + 1}/{args.repeat}: " +
-                      ", ".join(f"{s} B {bw:.3f} GB/s wrong {w} {algo}"
-                                for s, (bw, w, algo) in rows.items()),
+                      ", ".join(f"{s} B {bw:.3f} GB/s {us:.1f} us wrong {w} {algo}"
+                                for s, (bw, w, algo, us) in rows.items()),
                       flush=True)
     finally:
         net.destroy()
@@ -226,16 +227,18 @@ def main():
     n = args.hosts * args.ranks_per_host
     print(f"\n{args.hosts} hosts x {args.ranks_per_host} ranks ({args.placement}), links "
           f"{args.rate or 'unshaped'}" + (f" (one TCP stream: {link / 1e9:.3f} GB/s)" if link else "")
-          + f"; busbw GB/s (out of place), median of {args.repeat}")
+          + f"; busbw GB/s (out of place), median of {args.repeat}, and the median time per call")
     sizes = sorted({s for r in runs for s in r["rows"]})
-    print(f"{'case':<16}{'bytes':>12}{'median':>9}  runs")
+    print(f"{'case':<16}{'bytes':>12}{'median':>9}{'us':>10}  runs")
     for name, _ in cases:
         for size in sizes:
             values = [r["rows"][size][0] for r in runs if r["case"] == name and size in r["rows"]]
             wrong = sum(r["rows"][size][1] for r in runs if r["case"] == name and size in r["rows"])
             algos = sorted({r["rows"][size][2] for r in runs if r["case"] == name
                             and size in r["rows"] and r["rows"][size][2]})
-            print(f"{name:<16}{size:>12}{statistics.median(values):>9.3f}  "
+            times = [r["rows"][size][3] for r in runs if r["case"] == name and size in r["rows"]]
+            print(f"{name:<16}{size:>12}{statistics.median(values):>9.3f}"
+                  f"{statistics.median(times):>10.1f}  "
                   + " ".join(f"{v:.3f}" for v in values) + (f"  #wrong {wrong}" if wrong else "")
                   + (f"  ({','.join(algos)})" if algos else ""))
     if args.json:
