@@ -204,21 +204,14 @@ class Root {
       RankConn& r = ranks_[rank];
       if (r.fd < 0 || r.bye) continue;
       char tmp[65536];
+      bool closed = false;
       for (;;) {
         ssize_t got = recv(r.fd, tmp, sizeof(tmp), MSG_DONTWAIT);
         if (got > 0) {
           r.inbuf.append(tmp, got);
           continue;
         }
-        if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-          if (!r.bye) {
-            std::string msg = "bootstrap: rank " + std::to_string(rank) +
-                              " left before the others (process died or aborted)";
-            BRAID_WARN("%s", msg.c_str());
-            broadcastError(msg);
-            return false;
-          }
-        }
+        closed = got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
         break;
       }
       FrameHeader h;
@@ -235,6 +228,16 @@ class Root {
         } else {
           r.frames.push_back(std::move(body));
         }
+      }
+      // A rank that said goodbye and closed at once is read in one pass: its goodbye comes
+      // first (it was read before the end of the stream), so only a close without one is a
+      // rank gone early.
+      if (closed && !r.bye) {
+        std::string msg = "bootstrap: rank " + std::to_string(rank) +
+                          " left before the others (process died or aborted)";
+        BRAID_WARN("%s", msg.c_str());
+        broadcastError(msg);
+        return false;
       }
     }
     if (!admitted_) return true;
