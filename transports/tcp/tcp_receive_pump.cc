@@ -21,55 +21,33 @@ constexpr size_t kReadAheadBytes = 8192;
 }  // namespace
 
 TcpReceivePump::TcpReceivePump(std::vector<int> fds, uint32_t nslots, size_t slotBytes, int peer)
-    : fds_(std::move(fds)), ahead_(fds_.size()), peer_(peer) {
+    : fds_(std::move(fds)), ahead_(fds_.size()), end_("from", peer, nslots, slotBytes) {
   for (ReadAhead& a : ahead_) a.bytes.resize(kReadAheadBytes);
-  size_t bytes = fifoBytes(nslots, slotBytes);
-  mem_ = aligned_alloc(4096, bytes);
-  if (!mem_) abort();  // allocation failure at setup: nothing sensible to continue with
-  fifo_ = fifoInit(mem_, nslots, slotBytes);
-  filler_.attach(fifo_, nullptr);
+  filler_.attach(end_.fifo(), nullptr);
 }
 
 TcpReceivePump::~TcpReceivePump() {
   sever();
   for (int& fd : fds_) closeFd(fd);
-  free(mem_);
 }
 
 void TcpReceivePump::sever() {
   severed_.store(true);
   for (int fd : fds_) shutdown(fd, SHUT_RDWR);
-  fifo_->closed.store(1);
-  futexWakeAll(&fifo_->head);
+  end_.fifo()->closed.store(1);
+  futexWakeAll(&end_.fifo()->head);
   // A thread pulling right now may be landing into the rank's buffer: wait for it to stop.
   while (busy_.test_and_set(std::memory_order_acquire)) sched_yield();
   busy_.clear(std::memory_order_release);
 }
 
-ncclResult_t TcpReceivePump::check() {
-  if (!failed_.load()) return ncclSuccess;
-  std::lock_guard<std::mutex> lock(failureMutex_);
-  return fail(ncclRemoteError, "TCP connection from rank %d failed: %s", peer_, failure_.c_str());
-}
-
-void TcpReceivePump::markFailed() {
-  {
-    std::lock_guard<std::mutex> lock(failureMutex_);
-    failure_ = lastError();
-  }
-  failed_.store(true);
-  BRAID_INFO(kSubsysNet, "tcp: connection from rank %d failed: %s", peer_, failure_.c_str());
-  fifo_->closed.store(1);
-  futexWakeAll(&fifo_->head);
-}
-
 void TcpReceivePump::pull() {
-  if (failed_.load(std::memory_order_relaxed) || severed_.load(std::memory_order_relaxed)) return;
+  if (end_.failed() || severed_.load(std::memory_order_relaxed)) return;
   if (busy_.test_and_set(std::memory_order_acquire)) return;  // another thread is pulling
   while (!severed_.load(std::memory_order_relaxed)) {
     bool completed = false;
     if (pullFrame(&completed) != ncclSuccess) {
-      if (!severed_.load()) markFailed();
+      if (!severed_.load()) end_.markFailed();
       break;
     }
     if (!completed) break;
@@ -78,7 +56,7 @@ void TcpReceivePump::pull() {
 }
 
 void TcpReceivePump::sleepFor(int64_t ns) {
-  if (failed_.load() || severed_.load()) return;
+  if (end_.failed() || severed_.load()) return;
   // (Bytes in the read-ahead are taken by the pull before any wait sleeps: a wait sleeps only
   // when its FIFO is empty, and then the pull had room for them.)
   pollfd p{fds_[frames_.load(std::memory_order_relaxed) % fds_.size()], POLLIN, 0};
@@ -141,17 +119,17 @@ ncclResult_t TcpReceivePump::pullFrame(bool* completed) {
       // A claimed position lands in the rank's buffer when the header is the one it expects
       // (fifo.h: FifoReceiver::claim); anything else goes to the slot, where the rank sees the
       // mismatch as usual.
-      const uint32_t k = filler_.posted() % fifo_->nslots;
+      const uint32_t k = filler_.posted() % end_.fifo()->nslots;
       into_ = slot;
-      if (fifo_->landing[k].exchange(kLandBusy, std::memory_order_acq_rel) == kLandClaimed) {
-        const LandingClaim& c = fifo_->claims[k];
+      if (end_.fifo()->landing[k].exchange(kLandBusy, std::memory_order_acq_rel) == kLandClaimed) {
+        const LandingClaim& c = end_.fifo()->claims[k];
         if (c.position == filler_.posted() && c.bytes == header_.bytes &&
             memcmp(c.op, header_.op, sizeof(c.op)) == 0) {
           into_ = c.dst;
           landing_ = true;
         }
       }
-      if (!landing_) fifo_->landing[k].store(kLandInSlot, std::memory_order_release);
+      if (!landing_) end_.fifo()->landing[k].store(kLandInSlot, std::memory_order_release);
     }
   }
   BRAID_TRY(take(socket, into_, header_.bytes, &payloadGot_, &wouldBlock));
@@ -160,11 +138,11 @@ ncclResult_t TcpReceivePump::pullFrame(bool* completed) {
     uint64_t words[kFifoStatusWords];
     memcpy(words, header_.op, sizeof(header_.op));
     memcpy(words + 3, statusExtra_, sizeof(statusExtra_));
-    fifoWriteStatus(fifo_, words);
+    fifoWriteStatus(end_.fifo(), words);
   } else {
     if (landing_)
-      fifo_->landing[filler_.posted() % fifo_->nslots].store(kLandLanded,
-                                                             std::memory_order_release);
+      end_.fifo()->landing[filler_.posted() % end_.fifo()->nslots].store(kLandLanded,
+                                                                         std::memory_order_release);
     filler_.post(header_);
   }
   headerGot_ = 0;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "transports/fifo.h"
+#include "transports/tcp/tcp_connection_end.h"
 #include "transports/tcp/tcp_frames.h"
 #include "util/wait.h"
 
@@ -23,7 +24,7 @@ class TcpReceivePump : public SlotPuller, public LivenessCheck {
   TcpReceivePump(std::vector<int> fds, uint32_t nslots, size_t slotBytes, int peer);
   ~TcpReceivePump() override;
 
-  FifoControl* fifo() const { return fifo_; }
+  FifoControl* fifo() const { return end_.fifo(); }
   /// Moves every complete or partial frame the sockets hold into the FIFO, without blocking,
   /// until the sockets are empty or the FIFO is full. A failure closes the FIFO (check() says
   /// why).
@@ -31,10 +32,10 @@ class TcpReceivePump : public SlotPuller, public LivenessCheck {
   /// Sleeps until the socket the next frame comes on is readable, or for at most `ns`.
   void sleepFor(int64_t ns) override;
   /// ncclRemoteError once the sockets failed (peer closed, reset, malformed frame).
-  ncclResult_t check() override;
+  ncclResult_t check() override { return end_.check(); }
   /// Shuts the sockets: nothing lands in the rank's buffers once this returns.
   void sever() override;
-  int peerRank() const override { return peer_; }
+  int peerRank() const override { return end_.peer(); }
 
  private:
   /// Takes the current frame as far as the socket allows; true when it completed.
@@ -46,19 +47,13 @@ class TcpReceivePump : public SlotPuller, public LivenessCheck {
   };
   /// Fills into[*got, want) from the socket's read-ahead, then the socket, without blocking.
   ncclResult_t take(size_t socket, void* into, size_t want, size_t* got, bool* wouldBlock);
-  void markFailed();
 
   std::vector<int> fds_;
   std::vector<ReadAhead> ahead_;  ///< per socket (touched only while busy_ is held)
-  void* mem_ = nullptr;
-  FifoControl* fifo_ = nullptr;
+  TcpConnectionEnd end_;
   FifoSender filler_;
-  int peer_;
   std::atomic_flag busy_;  ///< held by the one thread pulling
   std::atomic<bool> severed_{false};
-  std::atomic<bool> failed_{false};
-  std::mutex failureMutex_;
-  std::string failure_;
   // The frame in progress (touched only while busy_ is held).
   std::atomic<uint32_t> frames_{0};  ///< frames completed: the next comes on fds_[frames_ % n]
   WireHeader header_{};

@@ -17,27 +17,22 @@ namespace braid {
 
 TcpSendEngine::TcpSendEngine(std::vector<int> fds, uint32_t nslots, size_t slotBytes,
                              size_t inlineBytes, int peer)
-    : fds_(std::move(fds)), inlineBytes_(inlineBytes), peer_(peer) {
-  size_t bytes = fifoBytes(nslots, slotBytes);
-  mem_ = aligned_alloc(4096, bytes);
-  if (!mem_) abort();  // allocation failure at setup: nothing sensible to continue with
-  fifo_ = fifoInit(mem_, nslots, slotBytes);
-  queue_.attach(fifo_, nullptr);
+    : fds_(std::move(fds)), end_("to", peer, nslots, slotBytes), inlineBytes_(inlineBytes) {
+  queue_.attach(end_.fifo(), nullptr);
   thread_ = std::thread([this] { run(); });
 }
 
 TcpSendEngine::~TcpSendEngine() {
   sever();
   for (int& fd : fds_) closeFd(fd);
-  free(mem_);
 }
 
 void TcpSendEngine::sever() {
   stop_.store(1);
   for (int fd : fds_) shutdown(fd, SHUT_RDWR);
-  fifo_->closed.store(1);
-  futexWakeAll(&fifo_->head);
-  futexWakeAll(&fifo_->tail);
+  end_.fifo()->closed.store(1);
+  futexWakeAll(&end_.fifo()->head);
+  futexWakeAll(&end_.fifo()->tail);
   if (thread_.joinable()) thread_.join();
   // A poster sending right now may be reading lent memory: wait for it to stop.
   std::lock_guard<std::mutex> lock(mutex_);
@@ -52,7 +47,7 @@ void TcpSendEngine::drain(double seconds, const std::atomic<uint32_t>* abort) {
   Deadline deadline = Deadline::after(seconds);
   Deadline grace;
   bool aborting = false;
-  while (!failed_.load() && !stop_.load() && fifo_->tail.load() != fifo_->head.load() &&
+  while (!end_.failed() && !stop_.load() && end_.fifo()->tail.load() != end_.fifo()->head.load() &&
          !deadline.expired()) {
     if (!aborting && abort && abort->load()) {
       aborting = true;
@@ -63,37 +58,17 @@ void TcpSendEngine::drain(double seconds, const std::atomic<uint32_t>* abort) {
   }
 }
 
-ncclResult_t TcpSendEngine::check() {
-  if (!failed_.load()) return ncclSuccess;
-  std::lock_guard<std::mutex> lock(failureMutex_);
-  return fail(ncclRemoteError, "TCP connection to rank %d failed: %s", peer_, failure_.c_str());
-}
-
-void TcpSendEngine::markFailed() {
-  {
-    std::lock_guard<std::mutex> lock(failureMutex_);
-    failure_ = lastError();
-  }
-  failed_.store(true);
-  BRAID_INFO(kSubsysNet, "tcp: connection to rank %d failed: %s", peer_, failure_.c_str());
-  // Wake the rank so it notices instead of waiting for its deadline.
-  fifo_->closed.store(1);
-  futexWakeAll(&fifo_->head);
-  futexWakeAll(&fifo_->tail);
-}
-
 void TcpSendEngine::pushPosted(const SlotInfo& info) {
-  FifoControl* c = fifo_;
+  FifoControl* c = end_.fifo();
   // Inline only when this slot is all that is queued: earlier (larger) slots are the thread's.
   const bool alone =
       c->head.load(std::memory_order_relaxed) - c->tail.load(std::memory_order_acquire) == 1;
-  if (alone && info.bytes <= inlineBytes_ && !stop_.load() && !failed_.load() &&
-      mutex_.try_lock()) {
+  if (alone && info.bytes <= inlineBytes_ && !stop_.load() && !end_.failed() && mutex_.try_lock()) {
     const Push p = pushLocked();
     mutex_.unlock();
     if (p == Push::kIdle) return;
     if (p == Push::kFailed) {
-      markFailed();
+      end_.markFailed();
       return;
     }
   }
@@ -110,8 +85,8 @@ TcpSendEngine::Push TcpSendEngine::pushLocked() {
       if (queue_.tryWait(&slot, &header_)) {
         payload_ = queue_.payload(slot);
         frameIsSlot_ = true;
-      } else if (fifo_->statusVersion.load() != statusSent_.load() &&
-                 fifoReadStatus(fifo_, status, &version)) {
+      } else if (end_.fifo()->statusVersion.load() != statusSent_.load() &&
+                 fifoReadStatus(end_.fifo(), status, &version)) {
         // A status goes out only when no slot is pending, so it never overtakes data posted
         // before it: a receiver that sees "my peer has moved on" has all its earlier slots.
         header_ = WireHeader{kStatusExtraBytes, kStatusFrameTag, {status[0], status[1], status[2]}};
@@ -160,13 +135,13 @@ TcpSendEngine::Push TcpSendEngine::pushLocked() {
 }
 
 void TcpSendEngine::run() {
-  if (sendLoop() != ncclSuccess && !stop_.load()) markFailed();
+  if (sendLoop() != ncclSuccess && !stop_.load()) end_.markFailed();
 }
 
 // The thread waits without a deadline (the rank has one) but stops on stop_.
 ncclResult_t TcpSendEngine::sendLoop() {
   WaitPolicy policy{64, 0, &stop_};
-  FifoControl* c = fifo_;
+  FifoControl* c = end_.fifo();
   for (;;) {
     auto ready = [c, this] {
       return c->head.load() != c->tail.load() || c->closed.load() != 0 ||

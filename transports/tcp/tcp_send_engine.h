@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "transports/fifo.h"
+#include "transports/tcp/tcp_connection_end.h"
 #include "transports/tcp/tcp_frames.h"
 #include "util/wait.h"
 
@@ -24,17 +25,17 @@ class TcpSendEngine : public SlotPusher, public LivenessCheck {
                 int peer);
   ~TcpSendEngine() override;
 
-  FifoControl* fifo() const { return fifo_; }
+  FifoControl* fifo() const { return end_.fifo(); }
   void pushPosted(const SlotInfo& info) override;
   /// Waits (at most `seconds`; 0.1 s once `abort` is raised) until every posted slot is on the
   /// wire.
   void drain(double seconds, const std::atomic<uint32_t>* abort);
   /// ncclRemoteError once the sockets failed (peer closed, reset, unreachable).
-  ncclResult_t check() override;
+  ncclResult_t check() override { return end_.check(); }
   /// Stops the thread and shuts the sockets: the connection is dead from here on (lent memory,
   /// fifo.h: FifoSender::postLent, is never touched again).
   void sever() override;
-  int peerRank() const override { return peer_; }
+  int peerRank() const override { return end_.peer(); }
 
  private:
   enum class Push { kIdle, kBlocked, kFailed };
@@ -42,13 +43,10 @@ class TcpSendEngine : public SlotPusher, public LivenessCheck {
   Push pushLocked();
   void run();
   ncclResult_t sendLoop();
-  void markFailed();
 
   std::vector<int> fds_;
-  void* mem_ = nullptr;
-  FifoControl* fifo_ = nullptr;
+  TcpConnectionEnd end_;
   size_t inlineBytes_;
-  int peer_;
   std::mutex mutex_;  ///< held by whichever thread sends: the poster or the connection's
   FifoReceiver queue_;
   // The frame in progress (mutex_).
@@ -62,9 +60,6 @@ class TcpSendEngine : public SlotPusher, public LivenessCheck {
   std::atomic<uint32_t> statusSent_{0};
   int blockedFd_ = -1;
   std::atomic<uint32_t> stop_{0};
-  std::atomic<bool> failed_{false};
-  std::mutex failureMutex_;
-  std::string failure_;
   std::thread thread_;
 };
 

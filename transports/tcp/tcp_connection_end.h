@@ -1,0 +1,64 @@
+// What both ends of a TCP connection keep (tcp_receive_pump.h, tcp_send_engine.h): the local FIFO
+// between the rank and the sockets, and the connection's failure, which any thread may check.
+#pragma once
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "transports/fifo.h"
+#include "util/log.h"
+#include "util/status.h"
+
+namespace braid {
+
+class TcpConnectionEnd {
+ public:
+  /// `direction` ("to" or "from") and `peer` name the connection in its failure.
+  TcpConnectionEnd(const char* direction, int peer, uint32_t nslots, size_t slotBytes)
+      : direction_(direction), peer_(peer) {
+    mem_ = aligned_alloc(4096, fifoBytes(nslots, slotBytes));
+    if (!mem_) abort();  // allocation failure at setup: nothing sensible to continue with
+    fifo_ = fifoInit(mem_, nslots, slotBytes);
+  }
+  ~TcpConnectionEnd() { free(mem_); }
+  TcpConnectionEnd(const TcpConnectionEnd&) = delete;
+  TcpConnectionEnd& operator=(const TcpConnectionEnd&) = delete;
+
+  FifoControl* fifo() const { return fifo_; }
+  int peer() const { return peer_; }
+  bool failed() const { return failed_.load(); }
+  /// Keeps lastError() as the reason, closes the FIFO and wakes whoever waits on it, so the
+  /// rank notices instead of waiting for its deadline.
+  void markFailed() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      reason_ = lastError();
+    }
+    failed_.store(true);
+    BRAID_INFO(kSubsysNet, "tcp: connection %s rank %d failed: %s", direction_, peer_,
+               lastError().c_str());
+    fifo_->closed.store(1);
+    futexWakeAll(&fifo_->head);
+    futexWakeAll(&fifo_->tail);
+  }
+  /// ncclSuccess, or ncclRemoteError naming the peer and the reason.
+  ncclResult_t check() {
+    if (!failed_.load()) return ncclSuccess;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return fail(ncclRemoteError, "TCP connection %s rank %d failed: %s", direction_, peer_,
+                reason_.c_str());
+  }
+
+ private:
+  const char* direction_;
+  int peer_;
+  void* mem_ = nullptr;
+  FifoControl* fifo_ = nullptr;
+  std::atomic<bool> failed_{false};
+  std::mutex mutex_;
+  std::string reason_;
+};
+
+}  // namespace braid
