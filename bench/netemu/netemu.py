@@ -7,9 +7,16 @@ median. Needs root (ip netns, tc); the namespaces are removed on exit, even on C
 
     tools/netemu --hosts 2 --ranks-per-host 2 --rate 2gbit -- -b 16M -e 16M -n 10 -w 3
     tools/netemu --case flat:BRAID_RING_ORDER=rank,NCCL_ALGO=Ring --case host:NCCL_ALGO=Ring ...
+    tools/netemu --case auto --peers mpi -- -b 8 -e 16M -f 8 -n 20 -w 5
 
 Arguments after `--` go to the program (default build/bench/all_reduce_perf, in the
-nccl-tests format). The kernel here has tbf and htb but no netem: delay is not emulated.
+nccl-tests format). `--peers mpi` adds Open MPI as a case of its own ("openmpi"): the peers'
+MPI_Allreduce benchmark, launched by mpirun with an orted in every host's namespace, the same
+placement, shared memory within a host and TCP over the shaped links between hosts
+(netemu_mpi.py), given the same sizes, warm-up and timed calls; Braid then reports its slowest
+rank's time (-a 3), as the MPI benchmark does. Each run's bytes sent on every host's link and
+TCP retransmissions are counted (JSON: link_tx_bytes, tcp_retrans_segs). The kernel here has
+tbf and htb but no netem: delay is not emulated.
 """
 
 import argparse
@@ -22,6 +29,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+import netemu_mpi
 
 SUBNET = "10.214.0."
 PORT = 29600
@@ -73,8 +82,24 @@ class Network:
                     sh(*where, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate,
                        "burst", burst, "latency", "100ms")
 
+    def counters(self):
+        """Per host, so far: bytes sent on its link, TCP segments retransmitted."""
+        out = []
+        for ns in self.hosts:
+            text = sh("ip", "netns", "exec", ns, "cat", "/sys/class/net/eth0/statistics/tx_bytes",
+                      "/proc/net/snmp").stdout.split("\n")
+            tcp = [line.split() for line in text if line.startswith("Tcp:")]
+            out.append((int(text[0]), int(tcp[1][tcp[0].index("RetransSegs")])))
+        return out
+
     def destroy(self):
         for ns in reversed(self.created):
+            # Processes still inside (a rank or an orted after a failure) would keep it alive.
+            for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ValueError, OSError):
+                    pass
             sh("ip", "netns", "del", ns, check=False)
         self.created = []
 
@@ -182,6 +207,11 @@ def main():
                    help="tbf burst (at least rate/HZ: 2 Gbit/s at 250 Hz needs 1 MB)")
     p.add_argument("--case", action="append", default=[],
                    help="NAME[:VAR=VALUE,...]: a configuration to run (default: one, 'braid')")
+    p.add_argument("--peers", action="append", default=[],
+                   help="mpi[:VAR=VALUE,...]: Open MPI as a case too (netemu_mpi.py); the "
+                        "variables go to mpirun and the ranks (e.g. OMPI_MCA_...)")
+    p.add_argument("--mpi-program", help="the MPI benchmark (default: the peers' "
+                   "mpi_allreduce_bench, built with mpicc into <build>/netemu if missing)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--timeout", type=float, default=120)
     p.add_argument("--program", default=None, help="default: <build>/bench/all_reduce_perf")
@@ -196,41 +226,74 @@ def main():
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
     program = [args.program or os.path.join(os.path.abspath(args.build_dir), "bench",
                                             "all_reduce_perf")] + rest
-    cases = []
+    def env_of(assignments):
+        return dict(a.split("=", 1) for a in assignments.split(",") if a)
+
+    peers = [(spec.partition(":")[0], env_of(spec.partition(":")[2])) for spec in args.peers]
+    if any(name != "mpi" for name, _ in peers) or len(peers) > 1:
+        p.error("--peers: one 'mpi[:VAR=VALUE,...]' (Open MPI) is known")
+    mpi_program = None
+    if peers and os.path.basename(program[0]) != "all_reduce_perf":
+        p.error("--peers: the MPI benchmark is an allreduce; --program must be all_reduce_perf")
+    if peers:
+        mpi_program = ([netemu_mpi.find_program(args.build_dir, args.mpi_program)]
+                       + netemu_mpi.translate_args(rest))
+        if not any(a in ("-a", "--average") or a.startswith(("-a", "--average="))
+                   for a in rest):
+            program += ["-a", "3"]  # the slowest rank's time, as the MPI benchmark reports
+    cases = []  # (name, env, kind)
     for spec in args.case or ["braid"]:
         name, _, assignments = spec.partition(":")
-        env = dict(a.split("=", 1) for a in assignments.split(",") if a)
-        cases.append((name, env))
+        cases.append((name, env_of(assignments), "braid"))
+    cases += [("openmpi", env, "mpi") for _, env in peers]
 
     remove_stale()
     net = Network(args.hosts, args.rate, args.burst)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     runs = []
     link = None
+    mpi = None
     try:
+        if peers:
+            mpi = netemu_mpi.OpenMPI(net, SUBNET, args.hosts, args.ranks_per_host,
+                                     args.placement, peers[0][1])
+            mpi.check_placement(args.timeout)
         if args.hosts > 1:
             link = measure_link(net)
             print(f"# one TCP stream between two hosts: {link / 1e9:.3f} GB/s", flush=True)
         for rep in range(args.repeat):
-            for name, env in cases:
-                output = run_case(net, args, env, program)
-                rows = parse_rows(output)
+            for name, env, kind in cases:
+                before = net.counters()
+                if kind == "mpi":
+                    output = mpi.run(mpi_program, args.timeout + 30)
+                    rows = netemu_mpi.parse_rows(output)
+                else:
+                    output = run_case(net, args, env, program)
+                    rows = parse_rows(output)
+                after = net.counters()
+                tx = [b[0] - a[0] for a, b in zip(before, after)]
+                retrans = [b[1] - a[1] for a, b in zip(before, after)]
                 runs.append({"case": name, "env": env, "repeat": rep, "rows": rows,
-                             "output": output})
+                             "link_tx_bytes": tx, "tcp_retrans_segs": retrans, "output": output})
                 print(f"# {name} repeat {rep + 1}/{args.repeat}: " +
                       ", ".join(f"{s} B {bw:.3f} GB/s {us:.1f} us wrong {w} {algo}"
-                                for s, (bw, w, algo, us) in rows.items()),
-                      flush=True)
+                                for s, (bw, w, algo, us) in rows.items())
+                      + "; sent per host link: " + " ".join(f"{b / 1e6:.1f}" for b in tx)
+                      + " MB, TCP retransmits " + " ".join(map(str, retrans)), flush=True)
     finally:
+        if mpi:
+            mpi.close()
         net.destroy()
 
     n = args.hosts * args.ranks_per_host
     print(f"\n{args.hosts} hosts x {args.ranks_per_host} ranks ({args.placement}), links "
           f"{args.rate or 'unshaped'}" + (f" (one TCP stream: {link / 1e9:.3f} GB/s)" if link else "")
           + f"; busbw GB/s (out of place), median of {args.repeat}, and the median time per call")
+    if peers:
+        print("(time per call: the slowest rank's mean over the timed calls, Braid with -a 3)")
     sizes = sorted({s for r in runs for s in r["rows"]})
     print(f"{'case':<16}{'bytes':>12}{'median':>9}{'us':>10}  runs")
-    for name, _ in cases:
+    for name, _, _ in cases:
         for size in sizes:
             values = [r["rows"][size][0] for r in runs if r["case"] == name and size in r["rows"]]
             wrong = sum(r["rows"][size][1] for r in runs if r["case"] == name and size in r["rows"])
@@ -246,6 +309,7 @@ def main():
             json.dump({"hosts": args.hosts, "ranks_per_host": args.ranks_per_host, "ranks": n,
                        "placement": args.placement, "rate": args.rate, "burst": args.burst,
                        "link_bytes_per_s": link, "program": program,
+                       "mpi_program": mpi_program,
                        "runs": [{k: v for k, v in r.items() if k != "output"} for r in runs]},
                       f, indent=1)
 
