@@ -26,13 +26,17 @@ const Table& table() {
     add(CollType::kAllReduce, hierarchicalAllReduce());
     add(CollType::kBroadcast, ringBroadcast());
     add(CollType::kBroadcast, treeBroadcast());
+    add(CollType::kBroadcast, hierarchicalBroadcast());
     add(CollType::kReduce, ringReduce());
+    add(CollType::kReduce, hierarchicalReduce());
     add(CollType::kAllGather, ringAllGather());
     add(CollType::kAllGather, bruckAllGather());
     add(CollType::kAllGather, zeroCopyAllGather());
+    add(CollType::kAllGather, hierarchicalAllGather());
     add(CollType::kReduceScatter, ringReduceScatter());
     add(CollType::kReduceScatter, bruckReduceScatter());
     add(CollType::kReduceScatter, zeroCopyReduceScatter());
+    add(CollType::kReduceScatter, hierarchicalReduceScatter());
     return r;
   }();
   return t;

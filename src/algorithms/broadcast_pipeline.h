@@ -37,9 +37,10 @@ inline ncclResult_t pipelineBroadcast(Primitives& prims, const CollArgs& args, B
 /// cannot finish before the rank before it has started (a few microseconds per small broadcast
 /// in a loop, docs/reliability.md); on disagreement each self-declared root receives a data slot
 /// naming another root, or (waiting for a roll call that never comes) sees the rank it waits for
-/// leave the call (mismatch_watch.h).
-inline ncclResult_t broadcastWithRollCall(Context& ctx, const CollArgs& args, Primitives& prims,
-                                          BroadcastRole role) {
+/// leave the call (mismatch_watch.h). withRollCall runs any broadcast schedule `body` (in which
+/// the root only sends) between the two halves of the roll call.
+template <class Body>
+ncclResult_t withRollCall(Context& ctx, const CollArgs& args, const Body& body) {
   const int root = args.root;
   const int beforeRoot = (root - 1 + ctx.nranks()) % ctx.nranks();
   char none = 0;
@@ -47,12 +48,17 @@ inline ncclResult_t broadcastWithRollCall(Context& ctx, const CollArgs& args, Pr
     Primitives call(ctx, args, {}, std::span<const int>(&root, 1));
     BRAID_TRY(call.copySend(&none, 0));
   }
-  BRAID_TRY(pipelineBroadcast(prims, args, role));
+  BRAID_TRY(body());
   if (ctx.rank() == root) {
     Primitives call(ctx, args, std::span<const int>(&beforeRoot, 1), {});
     BRAID_TRY(call.recv(&none, 0));
   }
   return ncclSuccess;
+}
+
+inline ncclResult_t broadcastWithRollCall(Context& ctx, const CollArgs& args, Primitives& prims,
+                                          BroadcastRole role) {
+  return withRollCall(ctx, args, [&] { return pipelineBroadcast(prims, args, role); });
 }
 
 }  // namespace braid

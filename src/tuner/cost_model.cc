@@ -123,6 +123,42 @@ Shape shapeOf(const CommCostModel& model, CollType coll, const char* algorithm, 
   return s ? *s : Shape{coll, algorithm, 0, 1, 0, 1, 1.0};  // unknown: ring-like
 }
 
+// The hierarchical schedules (hierarchy.h): rings within each host over that host's transport,
+// and rings between the hosts whose l streams (one per local rank) share each host's link, so
+// the link's share is priced as one ring over the H hosts of l times the per-rank data (the
+// allreduce's and the rooted collectives': the whole message, sliced l ways).
+double hierarchicalUs(const CommCostModel& model, const CollArgs& args) {
+  const int l = model.ranksPerHost, h = model.hosts;
+  const double S = static_cast<double>(args.count) * args.elemSize;
+  const double slow = std::max(1.0, model.oversubscribe);
+  const LinkCost& within = model.withinHost;
+  const double alpha = slow * within.alphaUs, beta = slow * 1e-3 / within.gbps;
+  const double gamma = slow * 1e-3 / model.cost.reduceGbps, part = (l - 1.0) / l;
+  CommCostModel across = model;
+  across.hosts = 1;
+  CollArgs wide = args;
+  switch (args.coll) {
+    case CollType::kAllReduce:  // reduce-scatter, allreduce of a slice between hosts, allgather
+      return 2 * (l - 1) * alpha + 2 * part * S * beta + part * S * gamma +
+             estimateCollectiveUs(across, h, args, "Ring");
+    case CollType::kAllGather:  // between hosts, then H blocks a step within the host
+      wide.count *= l;
+      return estimateCollectiveUs(across, h, wide, "Ring") + (l - 1) * h * (alpha + S * beta);
+    case CollType::kReduceScatter:  // H blocks a step within the host, then between hosts
+      wide.count *= l;
+      return (l - 1) * h * (alpha + S * (beta + gamma)) +
+             estimateCollectiveUs(across, h, wide, "Ring");
+    case CollType::kBroadcast:  // the root's host's chain, slices between hosts, allgather
+      return (l - 1) * alpha + S * beta + estimateCollectiveUs(across, h, args, "Ring") +
+             (l - 1) * alpha + part * S * beta;
+    case CollType::kReduce:  // reduce-scatter, slices to the root's host, gathered at the root
+      return (l - 1) * alpha + part * S * (beta + gamma) +
+             estimateCollectiveUs(across, h, args, "Ring") + alpha + part * S * beta;
+    default:
+      return 1e300;
+  }
+}
+
 }  // namespace
 
 bool parseLinkCosts(const std::string& text, LinkCosts* costs, std::string* error) {
@@ -207,17 +243,7 @@ double estimateCollectiveUs(const CommCostModel& model, int n, const CollArgs& a
   if (n == 1 || is("Self")) return args.sendbuff == args.recvbuff ? 0 : S * beta;
   if (is("Hierarchical")) {
     if (model.hosts < 2 || model.ranksPerHost < 2) return 1e300;  // (never supported there)
-    // Reduce-scatter and allgather within each host over its own transport, and a ring
-    // allreduce between the hosts whose whole message crosses each host's link: its l rings
-    // (one per local rank, S/l each) share that link.
-    const int l = model.ranksPerHost;
-    const LinkCost& within = model.withinHost;
-    const double local = (l - 1.0) / l * S;
-    const double inHost =
-        2 * (l - 1) * slow * within.alphaUs + 2 * local * slow * 1e-3 / within.gbps + local * gamma;
-    CommCostModel across = model;
-    across.hosts = 1;
-    return inHost + estimateCollectiveUs(across, model.hosts, args, "Ring");
+    return hierarchicalUs(model, args);
   }
   const Shape shape = shapeOf(model, args.coll, algorithm, n);
   // A binary tree of n ranks is floor(log2 n) deep: the broadcast tree's depth.

@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -55,7 +58,9 @@ struct Case {
 
 // Runs one case on this rank and checks every element of its output.
 // `registration`: how the buffers are allocated and registered (zero-copy when every rank did).
-void runCase(RankContext& ctx, ncclComm_t comm, const Case& c, Registration registration) {
+// `algorithm`: the algorithm every call with data must have run (nullptr: any).
+void runCase(RankContext& ctx, ncclComm_t comm, const Case& c, Registration registration,
+             const char* algorithm = nullptr) {
   const DTypeInfo& t = dtypeInfo(c.dtype);
   const int n = ctx.nranks(), me = ctx.rank();
   const bool gathers = c.coll == Coll::kAllGather, scatters = c.coll == Coll::kReduceScatter;
@@ -115,6 +120,10 @@ void runCase(RankContext& ctx, ncclComm_t comm, const Case& c, Registration regi
       (comm->ops.zeroCopyRuns > zeroCopyBefore) != wantZeroCopy)
     ctx.fail(what + (wantZeroCopy ? ": registered buffers were not read in place"
                                   : ": ran zero-copy without registered buffers on every rank"));
+  char ran[32] = "";
+  braidCommLastAlgorithm(comm, ran, sizeof(ran));
+  if (algorithm && c.count > 0 && std::string(ran) != algorithm)
+    ctx.fail(what + ": ran " + ran + ", not " + algorithm);
   if (c.coll == Coll::kReduce && me != c.root) return;  // only the root's output is defined
   const unsigned char* result = static_cast<const unsigned char*>(recv);
   for (size_t i = 0; i < outCount; i++) {
@@ -136,9 +145,8 @@ void runCase(RankContext& ctx, ncclComm_t comm, const Case& c, Registration regi
   }
 }
 
-void sweep(RankContext& ctx, bool small, Registration registration = Registration::kNone) {
-  ncclComm_t comm = ctx.initComm();
-  if (!comm) return;
+void sweepOn(RankContext& ctx, ncclComm_t comm, bool small, Registration registration,
+             const char* algorithm) {
   const int n = ctx.nranks();
   std::vector<size_t> counts = {0, 1, 7, 1031};
   if (!small) counts.push_back(5000);  // several 4 KiB slots
@@ -155,10 +163,54 @@ void sweep(RankContext& ctx, bool small, Registration registration = Registratio
             for (bool inPlace : {false, true})
               runCase(ctx, comm,
                       Case{coll, static_cast<ncclDataType_t>(d), op, count, root, inPlace},
-                      registration);
+                      registration, algorithm);
     }
   }
+}
+
+void sweep(RankContext& ctx, bool small, Registration registration = Registration::kNone) {
+  ncclComm_t comm = ctx.initComm();
+  if (!comm) return;
+  sweepOn(ctx, comm, small, registration, nullptr);
   ncclCommDestroy(comm);
+}
+
+// The ops whose pre- and post-steps a schedule of several phases must apply exactly once:
+// int32 avg (the total divided once, truncated) and premulsum (the scalar once per rank), for
+// Reduce at every root and ReduceScatter, every element against the exact sum.
+void preAndPostOps(RankContext& ctx, ncclComm_t comm) {
+  const int n = ctx.nranks(), me = ctx.rank();
+  int32_t scalar = 3;
+  ncclRedOp_t premul;
+  if (ncclRedOpCreatePreMulSum(&premul, &scalar, ncclInt32, ncclScalarHostImmediate, comm) !=
+      ncclSuccess)
+    return ctx.fail(std::string("ncclRedOpCreatePreMulSum: ") + ncclGetLastError(comm));
+  auto input = [](int r, size_t i) { return static_cast<int32_t>((i * 7 + 3) % 1009) - r * 5; };
+  for (ncclRedOp_t op : {ncclAvg, premul})
+    for (size_t count : {size_t(7), size_t(5003)})
+      for (int root = -1; root < n; root++) {  // -1: ReduceScatter
+        const size_t inCount = root < 0 ? count * n : count;
+        std::vector<int32_t> in(inCount), out(count, INT32_MIN);
+        for (size_t i = 0; i < inCount; i++) in[i] = input(me, i);
+        ncclResult_t r =
+            root < 0 ? ncclReduceScatter(in.data(), out.data(), count, ncclInt32, op, comm, nullptr)
+                     : ncclReduce(in.data(), out.data(), count, ncclInt32, op, root, comm, nullptr);
+        const std::string what = std::string(root < 0 ? "ReduceScatter" : "Reduce") + " op " +
+                                 std::to_string(op) + " count " + std::to_string(count) + " root " +
+                                 std::to_string(root);
+        if (r != ncclSuccess) return ctx.fail(what + ": " + ncclGetLastError(comm));
+        if (root >= 0 && root != me) continue;
+        for (size_t i = 0; i < count; i++) {
+          const size_t at = root < 0 ? me * count + i : i;
+          int64_t sum = 0;
+          for (int q = 0; q < n; q++) sum += (op == premul ? scalar : 1) * input(q, at);
+          const int32_t want = static_cast<int32_t>(op == ncclAvg ? sum / n : sum);
+          if (out[i] != want)
+            return ctx.fail(what + ": element " + std::to_string(i) + " is " +
+                            std::to_string(out[i]) + ", expected " + std::to_string(want));
+        }
+      }
+  ncclRedOpDestroy(premul, comm);
 }
 
 const std::vector<std::pair<std::string, std::string>> kSmallSlots = {{"BRAID_SLOT_BYTES", "4096"},
@@ -223,6 +275,42 @@ TEST(Collectives, LogarithmicAlgorithmsProcessesAndTcp) {
   report = braid::test::runThreads(
       5, [](RankContext& ctx) { sweep(ctx, true); }, options(env));
   BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
+// The hierarchical schedules, forced, on processes that NCCL_HOSTID splits into hosts (shared
+// memory within a host, TCP over loopback between hosts): hosts of 2 and 3 ranks, numbered host
+// by host and interleaved, 2 and 3 hosts; every dtype, every op at the larger shapes, the roots
+// first, middle and last (on different hosts and local indices).
+void hierarchicalOnHosts(int hosts, int nranks, bool interleaved, bool small) {
+  auto env = kSmallSlots;
+  env.push_back({"NCCL_ALGO",
+                 "broadcast:hierarchical;reduce:hierarchical;allgather:hierarchical;"
+                 "reducescatter:hierarchical"});
+  env.push_back({"NCCL_SOCKET_IFNAME", "lo"});
+  auto report = braid::test::runProcesses(
+      nranks,
+      [=](RankContext& ctx) {
+        const int r = ctx.rank(), host = interleaved ? r % hosts : r / (nranks / hosts);
+        setenv("NCCL_HOSTID", ("emulated-host-" + std::to_string(host)).c_str(), 1);
+        ncclComm_t comm = ctx.initComm();
+        if (!comm) return;
+        sweepOn(ctx, comm, small, Registration::kNone, "Hierarchical");
+        preAndPostOps(ctx, comm);
+        ncclCommDestroy(comm);
+      },
+      options(env));
+  BRAID_EXPECT_ALL_RANKS_OK(report) << hosts << " hosts of " << nranks / hosts << " ranks"
+                                    << (interleaved ? ", interleaved" : ", blocks");
+}
+
+TEST(Collectives, HierarchicalTwoHostsOfTwo) {
+  hierarchicalOnHosts(2, 4, true, false);
+  hierarchicalOnHosts(2, 4, false, true);
+}
+
+TEST(Collectives, HierarchicalThreeHostsAndHostsOfThree) {
+  hierarchicalOnHosts(3, 6, false, true);
+  hierarchicalOnHosts(2, 6, true, true);
 }
 
 // Zero-copy allgather and reduce-scatter from registered ncclMemAlloc buffers (from 1 byte up

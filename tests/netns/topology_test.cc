@@ -6,10 +6,12 @@
 // brings back the rank-numbered ring, whose every hop crosses when ranks are interleaved: the
 // same count shows that, so the check can fail.
 #include <gtest/gtest.h>
+#include <strings.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,12 @@ int32_t inputOf(int rank, size_t i) {
 uint64_t crossHostBytes(ncclComm_t comm) {
   braidTraffic_t t{};
   return braidCommGetTraffic(comm, &t) == ncclSuccess ? t.bytesToOtherHosts : ~uint64_t(0);
+}
+
+std::string lastAlgorithm(ncclComm_t comm) {
+  char name[32] = "";
+  braidCommLastAlgorithm(comm, name, sizeof(name));
+  return name;
 }
 
 // Allreduce, reduce-scatter and allgather on the ring, every element checked; reports the bytes
@@ -62,6 +70,7 @@ void ringCollectives(RankContext& ctx) {
       ncclSuccess)
     return fail("ncclAllReduce");
   ctx.report("allreduce", std::to_string(crossHostBytes(comm) - before));
+  ctx.report("allreduce.algorithm", lastAlgorithm(comm));
   checkAll("allreduce", kCount, expectedSum);
 
   const size_t block = kCount / n;
@@ -71,6 +80,7 @@ void ringCollectives(RankContext& ctx) {
       ncclSuccess)
     return fail("ncclReduceScatter");
   ctx.report("reducescatter", std::to_string(crossHostBytes(comm) - before));
+  ctx.report("reducescatter.algorithm", lastAlgorithm(comm));
   checkAll("reducescatter", block, [&](size_t i) { return expectedSum(me * block + i); });
 
   before = crossHostBytes(comm);
@@ -78,20 +88,24 @@ void ringCollectives(RankContext& ctx) {
   if (ncclAllGather(in.data(), out.data(), block, ncclInt32, comm, nullptr) != ncclSuccess)
     return fail("ncclAllGather");
   ctx.report("allgather", std::to_string(crossHostBytes(comm) - before));
+  ctx.report("allgather.algorithm", lastAlgorithm(comm));
   checkAll("allgather", block * n, [&](size_t i) { return inputOf(int(i / block), i % block); });
   ncclCommDestroy(comm);
 }
 
-// The hierarchical allreduce: exact int32 sum, avg (integer: the total divided once, truncated)
-// and premulsum (the scalar applied once per rank, whatever the phases), at sizes 0, 1, 7 and a
-// prime; in place and out of place; float32 avg against a float64 reference. Reports the bytes
-// the large sum sent to other hosts ("allreduce").
-void hierarchicalAllReduce(RankContext& ctx) {
+// An allreduce across hosts (the hierarchical one unless NCCL_ALGO forces another): exact int32
+// sum, avg (integer: the total divided once, truncated) and premulsum (the scalar applied once per
+// rank, whatever the phases), at sizes 0, 1, 7 and a prime; in place and out of place; float32 avg
+// against a float64 reference. Reports the bytes the large sum sent to other hosts ("allreduce").
+void allReduceOnHosts(RankContext& ctx) {
   ncclComm_t comm = ctx.initComm();
   if (!comm) return;
   const int n = ctx.nranks(), me = ctx.rank();
   auto fail = [&](const std::string& what) { ctx.fail(what + ": " + ncclGetLastError(comm)); };
-  const bool forced = getenv("NCCL_ALGO") != nullptr;
+  const char* forcedAlgo = getenv("NCCL_ALGO");
+  const bool forced = forcedAlgo != nullptr;
+  // "allreduce:Name" forces Name; the tuner's choice for the large message is Hierarchical.
+  const std::string want = forced ? strchr(forcedAlgo, ':') + 1 : "Hierarchical";
   int32_t scalar = 3;
   ncclRedOp_t premul;
   if (ncclRedOpCreatePreMulSum(&premul, &scalar, ncclInt32, ncclScalarHostImmediate, comm) !=
@@ -113,9 +127,9 @@ void hierarchicalAllReduce(RankContext& ctx) {
         char algo[32];
         braidCommLastAlgorithm(comm, algo, sizeof(algo));
         const bool expected = forced ? count > 0 : count == kCount;
-        if (expected && std::string(algo) != "Hierarchical")
+        if (expected && strcasecmp(algo, want.c_str()) != 0)
           return ctx.fail(std::string("ran ") + algo + " for " + std::to_string(count) +
-                          " elements, not Hierarchical");
+                          " elements, not " + want);
         for (size_t i = 0; i < count; i++) {
           int64_t sum = 0;
           for (int r = 0; r < n; r++) sum += (op == premul ? scalar : 1) * inputOf(r, i);
@@ -155,14 +169,18 @@ double crossHostMessages(const RunReport& report, const std::string& key, size_t
   return static_cast<double>(total) / static_cast<double>(bytes);
 }
 
-RunReport runRing(Placement placement, const std::string& ringOrder) {
+RunReport runRing(Placement placement, const std::string& ringOrder,
+                  const std::string& algo = "allreduce:ring;reducescatter:ring;allgather:ring",
+                  const std::string& connect = "auto", int hosts = 2, int ranks = kRanks) {
   NamespaceOptions options;
-  options.namespaces = 2;
+  options.namespaces = hosts;
   options.placement = placement;
   options.timeoutS = 90;
-  options.env = {
-      {"NCCL_ALGO", "allreduce:Ring"}, {"BRAID_RING_ORDER", ringOrder}, {"BRAID_TIMEOUT_S", "30"}};
-  return runInNamespaces(kRanks, ringCollectives, options);
+  options.env = {{"NCCL_ALGO", algo},
+                 {"BRAID_RING_ORDER", ringOrder},
+                 {"BRAID_CONNECT", connect},
+                 {"BRAID_TIMEOUT_S", "30"}};
+  return runInNamespaces(ranks, ringCollectives, options);
 }
 
 RunReport runHierarchical(int hosts, int ranks, Placement placement, const char* algo) {
@@ -172,7 +190,7 @@ RunReport runHierarchical(int hosts, int ranks, Placement placement, const char*
   options.timeoutS = 120;
   options.env = {{"BRAID_TIMEOUT_S", "30"}};
   if (algo) options.env.push_back({"NCCL_ALGO", algo});
-  return runInNamespaces(ranks, hierarchicalAllReduce, options);
+  return runInNamespaces(ranks, allReduceOnHosts, options);
 }
 
 void expectCrossings(const RunReport& report, double hops) {
@@ -213,6 +231,37 @@ TEST(Hierarchical, InterleavedRanksExactAndCrossingOnce) {
   BRAID_ASSERT_ALL_RANKS_OK(report);
   if (!isNamespaceChild()) {
     EXPECT_NEAR(crossHostMessages(report, "allreduce", kCount * 4), 2.0, 0.02);
+  }
+}
+
+// The hierarchical allreduce, reduce-scatter and allgather at 2 hosts x 2 ranks, interleaved
+// and in blocks: every rank exchanges with its counterpart only, (H-1)/H of its data per pass,
+// so the ranks together send 4/3 of what the host-ordered ring's two crossing hops carry.
+TEST(Hierarchical, EveryCollectiveCrossesAThirdLessThanTheRing) {
+  BRAID_SKIP_WITHOUT_NAMESPACES();
+  const char* algo = "allreduce:hierarchical;reducescatter:hierarchical;allgather:hierarchical";
+  for (Placement placement : {Placement::kRoundRobin, Placement::kBlocks}) {
+    RunReport report = runRing(placement, "host", algo);
+    BRAID_ASSERT_ALL_RANKS_OK(report);
+    if (!isNamespaceChild()) expectCrossings(report, 4.0 / 3);
+  }
+}
+
+// The allreduce, reduce-scatter and allgather need only the rings within hosts and between
+// counterparts, which init connects as neighbours at any size: they run with no other pair
+// connected (3 hosts of 2, where the neighbours are not every pair).
+TEST(Hierarchical, RunsOnNeighbourConnectionsAlone) {
+  BRAID_SKIP_WITHOUT_NAMESPACES();
+  RunReport report =
+      runRing(Placement::kRoundRobin, "host",
+              "allreduce:hierarchical;reducescatter:hierarchical;allgather:hierarchical",
+              "neighbours", 3, 6);
+  BRAID_ASSERT_ALL_RANKS_OK(report);
+  if (isNamespaceChild()) return;
+  for (const char* coll : {"allreduce", "reducescatter", "allgather"}) {
+    for (const std::string& ran : report.valuesOf(std::string(coll) + ".algorithm")) {
+      EXPECT_EQ(ran, "Hierarchical") << coll;
+    }
   }
 }
 
