@@ -1,10 +1,7 @@
 // Ring allgather: every rank's block travels n-1 hops around the ring; each rank copies a block
 // into its place in the output while forwarding it. Blocks go in slot-sized pieces.
-#include <algorithm>
-
 #include "algorithms/algorithm_registry.h"
-#include "algorithms/primitives.h"
-#include "patterns/ring.h"
+#include "algorithms/ring_schedules.h"
 
 namespace braid {
 namespace {
@@ -17,21 +14,14 @@ class RingAllGather : public Algorithm {
     return args.coll == CollType::kAllGather && ctx.nranks() > 1;
   }
   ncclResult_t run(const CollArgs& args, Context& ctx) const override {
-    const patterns::Ring ring = ctx.team.ring();
-    const int n = ctx.nranks();
-    int prev = ring.prev(), next = ring.next();
-    Primitives prims(ctx, args, std::span<const int>(&prev, 1), std::span<const int>(&next, 1));
-    auto* in = static_cast<const char*>(args.sendbuff);
     auto* out = static_cast<char*>(args.recvbuff);
-    const size_t es = args.elemSize, step = prims.maxElems(), block = args.count;
-    auto at = [&](int owner, size_t off) { return out + (owner * block + off) * es; };
-    for (size_t off = 0; off < block; off += step) {
-      size_t len = std::min(step, block - off);
-      BRAID_TRY(prims.copyCopySend(in + off * es, at(ctx.rank(), off), len));
-      for (int s = 1; s < n - 1; s++) BRAID_TRY(prims.recvCopySend(at(ring.chunkAt(s), off), len));
-      BRAID_TRY(prims.recv(at(ring.chunkAt(n - 1), off), len));
-    }
-    return ncclSuccess;
+    const size_t block = args.count, es = args.elemSize;
+    return subRingAllGather(
+        ctx, args, communicatorRing(ctx), 1,
+        [&](int owner, int) {
+          return Span{out + owner * block * es, block};
+        },
+        [&](int) { return static_cast<const char*>(args.sendbuff); });
   }
 };
 

@@ -3,7 +3,7 @@
 
 #include "algorithms/algorithm_registry.h"
 #include "algorithms/broadcast_pipeline.h"
-#include "patterns/ring.h"
+#include "algorithms/ring_schedules.h"
 
 namespace braid {
 namespace {
@@ -16,16 +16,11 @@ class RingBroadcast : public Algorithm {
     return args.coll == CollType::kBroadcast && ctx.nranks() > 1;
   }
   ncclResult_t run(const CollArgs& args, Context& ctx) const override {
-    const patterns::Ring ring = ctx.team.ring();
-    int prev = ring.prev(), next = ring.next();
-    const bool isRoot = ctx.rank() == args.root;
-    const bool isLast = next == args.root;  // the end of the chain sends nothing on
-    Primitives prims(ctx, args, std::span<const int>(&prev, isRoot ? 0 : 1),
-                     std::span<const int>(&next, isLast ? 0 : 1));
-    BroadcastRole role = isRoot   ? BroadcastRole::kRoot
-                         : isLast ? BroadcastRole::kLeaf
-                                  : BroadcastRole::kInner;
-    return broadcastWithRollCall(ctx, args, prims, role);
+    return withRollCall(ctx, args, [&] {
+      return subRingBroadcast(ctx, args, communicatorRing(ctx), args.root,
+                              static_cast<const char*>(args.sendbuff),
+                              static_cast<char*>(args.recvbuff), args.count);
+    });
   }
 };
 
