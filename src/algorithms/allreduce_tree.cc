@@ -27,9 +27,7 @@ class TreeAllReduce : public Algorithm {
     count[1] = args.count - count[0];
     start[0] = 0;
     start[1] = count[0];
-    for (int t = 0; t < 2; t++)
-      node[t] = patterns::doubleBinaryTreeInOrder(ctx.team.ringOrder, ctx.team.ringPosition,
-                                                  ctx.nranks(), t);
+    for (int t = 0; t < 2; t++) node[t] = ctx.team.treeNode(ctx.rank(), t);
 
     Primitives up0(ctx, args, node[0].children, std::span<const int>(&node[0].parent, 1));
     Primitives up1(ctx, args, node[1].children, std::span<const int>(&node[1].parent, 1));

@@ -46,14 +46,32 @@ void Team::mapHosts(bool ringByHost) {
   hosts.ranksOf = std::move(ranksOf);
 
   ringOrder = ringByHost ? patterns::hostContiguousOrder(hostOf) : std::vector<int>{};
-  ringPosition = ringOrder.empty()
-                     ? rank
-                     : static_cast<int>(std::find(ringOrder.begin(), ringOrder.end(), rank) -
-                                        ringOrder.begin());
+  ringPosition = positionOf(rank);
+}
+
+int Team::positionOf(int r) const {
+  return ringOrder.empty() ? r
+                           : static_cast<int>(std::find(ringOrder.begin(), ringOrder.end(), r) -
+                                              ringOrder.begin());
+}
+
+patterns::TreeNode Team::treeNode(int r, int which) const {
+  if (hosts.count > 1)
+    return patterns::doubleBinaryTreeOverHosts(hosts.ranksOf, hosts.hostOf[r], r, which);
+  return patterns::doubleBinaryTreeInOrder(ringOrder, positionOf(r), nranks, which);
 }
 
 std::vector<int> Team::neighboursOf(int r) const {
-  std::vector<int> out = patterns::neighbourRanks(r, nranks, ringOrder);
+  std::vector<int> out;
+  if (nranks <= 1) return out;
+  // The ring's neighbours and both trees'.
+  const patterns::Ring ring = patterns::Ring::atPosition(positionOf(r), ringOrder, nranks);
+  out = {ring.prev(), ring.next()};
+  for (int t = 0; t < 2; t++) {
+    const patterns::TreeNode node = treeNode(r, t);
+    for (int q : {node.parent, node.children[0], node.children[1]})
+      if (q >= 0) out.push_back(q);
+  }
   // The hierarchical allreduce adds the ring within r's host and the ring of r's counterparts
   // on the other hosts.
   const std::vector<int>& local = hosts.ranksOf[hosts.hostOf[r]];

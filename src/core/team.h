@@ -10,6 +10,7 @@
 
 #include "core/bootstrap.h"
 #include "patterns/ring.h"
+#include "patterns/tree.h"
 #include "transports/transport.h"
 #include "util/wait.h"
 
@@ -48,6 +49,8 @@ class Team {
   /// host by host, or BRAID_RING_ORDER=rank). The same on every rank.
   std::vector<int> ringOrder;
   int ringPosition = -1;  ///< this rank's position in ringOrder (its rank when that is empty)
+  /// Rank r's position in ringOrder.
+  int positionOf(int r) const;
   /// How the ranks sit on hosts (hosts in the order of their lowest rank), for the schedules
   /// that treat the links within and between hosts apart (the hierarchical allreduce).
   struct Hosts {
@@ -82,6 +85,11 @@ class Team {
   patterns::Ring ring() const {
     return patterns::Ring::atPosition(ringPosition, ringOrder, nranks);
   }
+  /// Tree `which` (0 or 1) of the double binary tree the tree schedules follow, seen from rank
+  /// `r`: NCCL's layout across hosts (a tree over the hosts, a chain within each:
+  /// patterns::doubleBinaryTreeOverHosts) when the ranks are on several hosts, else the tree
+  /// over the ring's order.
+  patterns::TreeNode treeNode(int r, int which) const;
   /// Sets `hosts` from the peers, and ringOrder and ringPosition (rank order when `ringByHost`
   /// is false).
   void mapHosts(bool ringByHost);

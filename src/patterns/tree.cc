@@ -60,6 +60,38 @@ TreeNode doubleBinaryTreeInOrder(std::span<const int> order, int position, int n
   return node;
 }
 
+TreeNode doubleBinaryTreeOverHosts(std::span<const std::vector<int>> hosts, int host, int rank,
+                                   int which) {
+  const int h = static_cast<int>(hosts.size());
+  // Host g's chain, position p -> rank.
+  auto chainAt = [&](int g, int p) {
+    const std::vector<int>& local = hosts[g];
+    const int l = static_cast<int>(local.size());
+    return local[which == 0 ? p : l - 1 - p];
+  };
+  // Where on host g's chain its k-th child host hangs.
+  auto attachAt = [&](int g, int k) { return std::min(k, static_cast<int>(hosts[g].size()) - 1); };
+  const std::vector<int>& local = hosts[host];
+  const int l = static_cast<int>(local.size());
+  const int li = static_cast<int>(std::find(local.begin(), local.end(), rank) - local.begin());
+  const int p = which == 0 ? li : l - 1 - li;
+  const TreeNode across = doubleBinaryTree(host, h, which);
+  TreeNode node;
+  if (p > 0) {
+    node.parent = chainAt(host, p - 1);
+  } else if (across.parent >= 0) {
+    const TreeNode above = doubleBinaryTree(across.parent, h, which);
+    const int k = above.children[0] == host ? 0 : 1;
+    node.parent = chainAt(across.parent, attachAt(across.parent, k));
+  }
+  int children = 0;
+  if (p + 1 < l) node.children[children++] = chainAt(host, p + 1);
+  for (int k = 0; k < 2; k++)
+    if (across.children[k] >= 0 && attachAt(host, k) == p)
+      node.children[children++] = chainAt(across.children[k], 0);
+  return node;
+}
+
 std::vector<int> neighbourRanks(int rank, int nranks, std::span<const int> ringOrder) {
   std::vector<int> out;
   if (nranks <= 1) return out;

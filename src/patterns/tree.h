@@ -22,6 +22,15 @@ TreeNode doubleBinaryTree(int rank, int nranks, int which);
 /// the rank at `position` of `order` (position -> rank; empty: rank order): with the ranks of
 /// each host one after another, most edges stay within a host.
 TreeNode doubleBinaryTreeInOrder(std::span<const int> order, int position, int nranks, int which);
+/// Tree `which` of NCCL's layout across hosts, seen from `rank`: a double binary tree over the
+/// hosts (hosts[h]: host h's ranks; `host`: rank's host) and a chain within each host, in local
+/// order for tree 0 and reversed for tree 1, whose first rank hangs off the parent host. A
+/// host's first child host hangs off its chain's first rank, its second child host off the
+/// chain's second rank (the first again on a host of one), so no rank has more than two
+/// children, every host's link carries at most three edges per tree, and the depth is about
+/// 2 log2(hosts) + ranks per host.
+TreeNode doubleBinaryTreeOverHosts(std::span<const std::vector<int>> hosts, int host, int rank,
+                                   int which);
 /// Every rank that is a neighbour of `rank` in the ring (visiting the ranks in `ringOrder`, rank
 /// order when empty: patterns/ring.h) or in either tree (sorted, unique).
 std::vector<int> neighbourRanks(int rank, int nranks, std::span<const int> ringOrder = {});

@@ -284,5 +284,21 @@ TEST(Hierarchical, ThreeHostsOfTwo) {
   }
 }
 
+// The tree across hosts (a double binary tree over the hosts, a chain within each): each tree
+// crosses between hosts on H-1 edges, each carrying its half of the message up and back down,
+// so the ranks together send 2 (H-1) messages across; the tree over ring positions it replaced
+// crossed on two edges per tree at 2 hosts of 2 (4 messages).
+TEST(TopologyTree, EachTreeCrossesOncePerHostEdge) {
+  BRAID_SKIP_WITHOUT_NAMESPACES();
+  RunReport two = runHierarchical(2, 4, Placement::kRoundRobin, "allreduce:Tree");
+  BRAID_ASSERT_ALL_RANKS_OK(two);
+  RunReport three = runHierarchical(3, 6, Placement::kBlocks, "allreduce:Tree");
+  BRAID_ASSERT_ALL_RANKS_OK(three);
+  if (!isNamespaceChild()) {
+    EXPECT_NEAR(crossHostMessages(two, "allreduce", kCount * 4), 2.0, 0.02);
+    EXPECT_NEAR(crossHostMessages(three, "allreduce", kCount * 4), 4.0, 0.04);
+  }
+}
+
 }  // namespace
 }  // namespace braid::test
