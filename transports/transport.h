@@ -40,6 +40,8 @@ struct PeerInfo {
 };
 
 constexpr size_t kConnectBlobBytes = 256;
+/// Interfaces a TCP connection's sockets spread over (what fits the connect blob).
+constexpr size_t kMaxTcpInterfaces = 4;
 /// The part of a blob a host-memory transport may use when another transport carries its blob
 /// inside its own (the P2P transport puts its device-slot description in the rest).
 constexpr size_t kCarriedBlobBytes = 128;
@@ -60,9 +62,11 @@ struct TransportContext {
   int tcpSockets = 2;  ///< sockets per TCP connection
   int tcpBufferBytes = 4 << 20;
   size_t tcpInlineBytes = 512 << 10;  ///< larger TCP slots leave from the connection's thread
-  SockAddr tcpAddress;                ///< this rank's interface address (port 0)
-  std::vector<std::string> allowed;   ///< BRAID_TRANSPORTS / NCCL_SHM_DISABLE filtering
-  int cudaDevice = -1;                ///< the communicator's CUDA device (-1: none)
+  /// This rank's interface addresses (port 0): NCCL_SOCKET_IFNAME's matches, at most
+  /// kMaxTcpInterfaces; a TCP connection spreads its sockets over them.
+  std::vector<SockAddr> tcpAddresses;
+  std::vector<std::string> allowed;  ///< BRAID_TRANSPORTS / NCCL_SHM_DISABLE filtering
+  int cudaDevice = -1;               ///< the communicator's CUDA device (-1: none)
 };
 
 /// GPU memory a connection holds for device-buffer traffic (transports/p2p); released with it.

@@ -8,6 +8,7 @@ median. Needs root (ip netns, tc); the namespaces are removed on exit, even on C
     tools/netemu --hosts 2 --ranks-per-host 2 --rate 2gbit -- -b 16M -e 16M -n 10 -w 3
     tools/netemu --case flat:BRAID_RING_ORDER=rank,NCCL_ALGO=Ring --case host:NCCL_ALGO=Ring ...
     tools/netemu --case auto --peers mpi -- -b 8 -e 16M -f 8 -n 20 -w 5
+    tools/netemu --interfaces 2 -- -b 16M -e 16M    # two shaped links per host, both named
 
 Arguments after `--` go to the program (default build/bench/all_reduce_perf, in the
 nccl-tests format). `--peers mpi` adds Open MPI as a case of its own ("openmpi"): the peers'
@@ -48,10 +49,12 @@ def sh(*argv, check=True):
 class Network:
     """The hub namespace (a bridge) and one namespace per host, each with a shaped veth."""
 
-    def __init__(self, hosts, rate, burst):
+    def __init__(self, hosts, rate, burst, interfaces=1):
         tag = f"braidn-{os.getpid()}"
         self.hub = f"{tag}-hub"
         self.hosts = [f"{tag}-h{i}" for i in range(hosts)]
+        # Interface k of every host (eth<k>, 10.214.<k>.<host + 1>) is on bridge br<k>, shaped.
+        self.devices = [f"eth{k}" for k in range(interfaces)]
         self.created = []
         try:
             self._build(rate, burst)
@@ -63,33 +66,38 @@ class Network:
         sh("ip", "netns", "add", self.hub)
         self.created.append(self.hub)
         hub = ("ip", "netns", "exec", self.hub)
-        sh(*hub, "ip", "link", "add", "br0", "type", "bridge")
-        sh(*hub, "ip", "link", "set", "br0", "up")
+        for k in range(len(self.devices)):
+            sh(*hub, "ip", "link", "add", f"br{k}", "type", "bridge")
+            sh(*hub, "ip", "link", "set", f"br{k}", "up")
         for i, ns in enumerate(self.hosts):
             sh("ip", "netns", "add", ns)
             self.created.append(ns)
             inside = ("ip", "netns", "exec", ns)
-            port = f"p{i}"
-            sh(*hub, "ip", "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns)
-            sh(*hub, "ip", "link", "set", port, "master", "br0")
-            sh(*hub, "ip", "link", "set", port, "up")
-            sh(*inside, "ip", "addr", "add", f"{SUBNET}{i + 1}/24", "dev", "eth0")
-            sh(*inside, "ip", "link", "set", "eth0", "up")
+            for k, dev in enumerate(self.devices):
+                port = f"p{i}" + (f"-{k}" if k else "")
+                subnet = SUBNET if k == 0 else SUBNET.replace(".0.", f".{k}.")
+                sh(*hub, "ip", "link", "add", port, "type", "veth", "peer", "name", dev,
+                   "netns", ns)
+                sh(*hub, "ip", "link", "set", port, "master", f"br{k}")
+                sh(*hub, "ip", "link", "set", port, "up")
+                sh(*inside, "ip", "addr", "add", f"{subnet}{i + 1}/24", "dev", dev)
+                sh(*inside, "ip", "link", "set", dev, "up")
+                if rate:
+                    # Out of the host (its eth<k>) and into it (the bridge port towards it).
+                    for where, d in ((inside, dev), (hub, port)):
+                        sh(*where, "tc", "qdisc", "add", "dev", d, "root", "tbf", "rate", rate,
+                           "burst", burst, "latency", "100ms")
             sh(*inside, "ip", "link", "set", "lo", "up")
-            if rate:
-                # Out of the host (its eth0) and into it (the bridge port towards it).
-                for where, dev in ((inside, "eth0"), (hub, port)):
-                    sh(*where, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate,
-                       "burst", burst, "latency", "100ms")
 
     def counters(self):
         """Per host, so far: bytes sent on its link, TCP segments retransmitted."""
         out = []
+        stats = [f"/sys/class/net/{dev}/statistics/tx_bytes" for dev in self.devices]
         for ns in self.hosts:
-            text = sh("ip", "netns", "exec", ns, "cat", "/sys/class/net/eth0/statistics/tx_bytes",
-                      "/proc/net/snmp").stdout.split("\n")
+            text = sh("ip", "netns", "exec", ns, "cat", *stats, "/proc/net/snmp").stdout.split("\n")
             tcp = [line.split() for line in text if line.startswith("Tcp:")]
-            out.append((int(text[0]), int(tcp[1][tcp[0].index("RetransSegs")])))
+            sent = sum(int(text[k]) for k in range(len(self.devices)))  # all the host's links
+            out.append((sent, int(tcp[1][tcp[0].index("RetransSegs")])))
         return out
 
     def destroy(self):
@@ -124,7 +132,8 @@ def run_case(net, args, env_extra, program):
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("RANK", "LOCAL_", "WORLD_SIZE", "MASTER_", "NCCL_COMM_ID"))}
     base.update({"WORLD_SIZE": str(n), "MASTER_ADDR": f"{SUBNET}1", "MASTER_PORT": str(PORT),
-                 "BRAID_COMM_SECRET": secrets.token_hex(16), "NCCL_SOCKET_IFNAME": "eth0",
+                 "BRAID_COMM_SECRET": secrets.token_hex(16),
+                 "NCCL_SOCKET_IFNAME": ",".join(net.devices),
                  "BRAID_TIMEOUT_S": str(args.timeout)})
     base.update(env_extra)
     procs = []
@@ -203,6 +212,9 @@ def main():
     p.add_argument("--ranks-per-host", type=int, default=2)
     p.add_argument("--placement", choices=["blocks", "interleaved"], default="blocks")
     p.add_argument("--rate", default="2gbit", help="each host's link, tc syntax ('' for none)")
+    p.add_argument("--interfaces", type=int, default=1,
+                   help="links per host, each shaped to --rate on a bridge of its own; Braid's "
+                        "NCCL_SOCKET_IFNAME names them all")
     p.add_argument("--burst", default="1mb",
                    help="tbf burst (at least rate/HZ: 2 Gbit/s at 250 Hz needs 1 MB)")
     p.add_argument("--case", action="append", default=[],
@@ -248,7 +260,7 @@ def main():
     cases += [("openmpi", env, "mpi") for _, env in peers]
 
     remove_stale()
-    net = Network(args.hosts, args.rate, args.burst)
+    net = Network(args.hosts, args.rate, args.burst, args.interfaces)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     runs = []
     link = None

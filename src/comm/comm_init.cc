@@ -177,7 +177,7 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   for (int peer : comm->config.connectOnFirstUse ? everyone : peers)
     if (Transport* t = chooseTransport(ctx, peer); t && std::string(t->name()) == "tcp")
       needTcp = true;
-  if (needTcp) BRAID_TRY(findInterfaceAddress(&ctx.tcpAddress, nullptr));
+  if (needTcp) BRAID_TRY(findInterfaceAddresses(&ctx.tcpAddresses, nullptr, kMaxTcpInterfaces));
   CommCostModel model = commCostModel(tuner, team.peers, ctx.allowed);
   model.slotBytes = static_cast<double>(comm->config.slotBytes);
   comm->tuner.configure(model, comm->config, nranks);

@@ -100,16 +100,23 @@ ncclResult_t pollFor(int fd, short events, const Deadline& deadline,
 
 }  // namespace
 
-ncclResult_t findInterfaceAddress(SockAddr* out, std::string* ifName) {
+ncclResult_t findInterfaceAddresses(std::vector<SockAddr>* out, std::vector<std::string>* names,
+                                    size_t most) {
   std::string spec = envString("NCCL_SOCKET_IFNAME", "");
   int family = static_cast<int>(envInt("NCCL_SOCKET_FAMILY_V6", 0)) ? AF_INET6 : AF_INET;
   if (envString("NCCL_SOCKET_FAMILY", "") == "AF_INET6") family = AF_INET6;
   struct ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return fail(ncclSystemError, "getifaddrs: %s", strerror(errno));
-  // Two passes without an explicit spec: first non-loopback, then loopback.
-  const struct ifaddrs* pick = nullptr;
-  for (int pass = 0; pass < 2 && !pick; pass++) {
-    for (struct ifaddrs* it = list; it; it = it->ifa_next) {
+  // Without a spec, one interface: the first non-loopback, else loopback. With one, every
+  // interface it matches (its first address each), in the system's order.
+  std::vector<const struct ifaddrs*> picks;
+  auto taken = [&](const char* name) {
+    for (const struct ifaddrs* p : picks)
+      if (strcmp(p->ifa_name, name) == 0) return true;
+    return false;
+  };
+  for (int pass = 0; pass < 2 && picks.empty(); pass++) {
+    for (struct ifaddrs* it = list; it && picks.size() < most; it = it->ifa_next) {
       if (!it->ifa_addr || it->ifa_addr->sa_family != family) continue;
       if (!(it->ifa_flags & IFF_UP)) continue;
       bool loop = (it->ifa_flags & IFF_LOOPBACK) != 0;
@@ -122,21 +129,36 @@ ncclResult_t findInterfaceAddress(SockAddr* out, std::string* ifName) {
       if (family == AF_INET6 &&
           IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(it->ifa_addr)->sin6_addr))
         continue;
-      pick = it;
-      break;
+      if (taken(it->ifa_name)) continue;
+      picks.push_back(it);
+      if (spec.empty()) break;
     }
   }
-  if (!pick) {
+  if (picks.empty()) {
     freeifaddrs(list);
     return fail(ncclSystemError, "no usable network interface (NCCL_SOCKET_IFNAME=%s)",
                 spec.c_str());
   }
-  *out = SockAddr{};
-  out->len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-  memcpy(&out->storage, pick->ifa_addr, out->len);
-  out->setPort(0);
-  if (ifName) *ifName = pick->ifa_name;
+  out->clear();
+  if (names) names->clear();
+  for (const struct ifaddrs* pick : picks) {
+    SockAddr addr;
+    addr.len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    memcpy(&addr.storage, pick->ifa_addr, addr.len);
+    addr.setPort(0);
+    out->push_back(addr);
+    if (names) names->push_back(pick->ifa_name);
+  }
   freeifaddrs(list);
+  return ncclSuccess;
+}
+
+ncclResult_t findInterfaceAddress(SockAddr* out, std::string* ifName) {
+  std::vector<SockAddr> addrs;
+  std::vector<std::string> names;
+  BRAID_TRY(findInterfaceAddresses(&addrs, &names, 1));
+  *out = addrs[0];
+  if (ifName) *ifName = names[0];
   return ncclSuccess;
 }
 
@@ -232,11 +254,27 @@ ncclResult_t connectTo(const SockAddr& addr, const Deadline& deadline,
 
 ncclResult_t acceptFrom(int listenFd, const Deadline& deadline, const std::atomic<uint32_t>* abort,
                         int* fd) {
-  BRAID_TRY(pollFor(listenFd, POLLIN, deadline, abort, "accept"));
-  int s = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
-  if (s < 0) return fail(ncclSystemError, "accept: %s", strerror(errno));
-  *fd = s;
-  return ncclSuccess;
+  return acceptFromAny({listenFd}, deadline, abort, fd);
+}
+
+ncclResult_t acceptFromAny(const std::vector<int>& listenFds, const Deadline& deadline,
+                           const std::atomic<uint32_t>* abort, int* fd) {
+  std::vector<pollfd> fds;
+  for (int l : listenFds) fds.push_back({l, POLLIN, 0});
+  for (;;) {
+    if (aborted(abort)) return fail(ncclInvalidUsage, "accept: aborted");
+    const int ms = deadline.remainingMs();
+    if (ms <= 0) return fail(ncclRemoteError, "accept: timed out");
+    const int r = poll(fds.data(), fds.size(), ms < 100 ? ms : 100);
+    if (r < 0 && errno != EINTR) return fail(ncclSystemError, "accept: poll: %s", strerror(errno));
+    for (const pollfd& p : fds)
+      if (r > 0 && (p.revents & POLLIN)) {
+        const int s = accept4(p.fd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (s < 0) return fail(ncclSystemError, "accept: %s", strerror(errno));
+        *fd = s;
+        return ncclSuccess;
+      }
+  }
 }
 
 ncclResult_t sendAll(int fd, const void* buf, size_t len, const Deadline& deadline,

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "nccl.h"
 #include "util/clock.h"
@@ -29,6 +30,11 @@ struct SockAddr {
 /// Address of the interface to use (NCCL_SOCKET_IFNAME: prefix list, "^" excludes, "=" exact;
 /// default: the first up interface that is not loopback, else loopback). Port 0.
 ncclResult_t findInterfaceAddress(SockAddr* out, std::string* ifName);
+/// Every interface NCCL_SOCKET_IFNAME matches, at most `most` (its first address each, in the
+/// system's order; without NCCL_SOCKET_IFNAME the one findInterfaceAddress picks): the TCP
+/// transport spreads a connection's sockets over them.
+ncclResult_t findInterfaceAddresses(std::vector<SockAddr>* out, std::vector<std::string>* names,
+                                    size_t most);
 /// "host:port", "[v6]:port" or "ip:port" to an address.
 ncclResult_t parseHostPort(const std::string& text, SockAddr* out);
 
@@ -39,6 +45,9 @@ ncclResult_t listenOn(SockAddr* addr, int* fd, int backlog = 128);
 /// was listening, a refusal means the peer has gone.
 ncclResult_t connectTo(const SockAddr& addr, const Deadline& deadline,
                        const std::atomic<uint32_t>* abort, int* fd, bool refusedIsFinal = false);
+/// Accepts one connection on any of `listenFds`; ncclRemoteError on timeout.
+ncclResult_t acceptFromAny(const std::vector<int>& listenFds, const Deadline& deadline,
+                           const std::atomic<uint32_t>* abort, int* fd);
 /// Accepts one connection; ncclRemoteError on timeout.
 ncclResult_t acceptFrom(int listenFd, const Deadline& deadline, const std::atomic<uint32_t>* abort,
                         int* fd);

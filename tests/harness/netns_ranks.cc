@@ -159,7 +159,7 @@ RunReport runInNamespaces(int nranks, const RankFn& fn, const NamespaceOptions& 
   const double start = internal::nowSeconds();
   internal::NamespaceTopology topology;
   std::string error;
-  if (options.namespaces < 1 || !topology.create(options.namespaces, &error)) {
+  if (options.namespaces < 1 || !topology.create(options.namespaces, &error, options.interfaces)) {
     report.setupError = error.empty() ? "bad namespace count" : error;
     return report;
   }
@@ -185,7 +185,8 @@ RunReport runInNamespaces(int nranks, const RankFn& fn, const NamespaceOptions& 
     // The rendezvous and the interface are the topology's: they override the test's settings.
     setVariable(&env, "NCCL_COMM_ID", commId);
     setVariable(&env, "BRAID_COMM_SECRET", secret);
-    setVariable(&env, "NCCL_SOCKET_IFNAME", internal::NamespaceTopology::kInterface);
+    setVariable(&env, "NCCL_SOCKET_IFNAME",
+                internal::NamespaceTopology::interfaceList(options.interfaces));
     setVariable(&env, kChildVar,
                 std::to_string(call) + "," + std::to_string(rank) + "," + std::to_string(nranks));
     std::vector<std::string> argv = {"ip", "netns", "exec", topology.hosts()[host], exe, filter};

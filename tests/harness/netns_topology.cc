@@ -61,7 +61,7 @@ bool NamespaceTopology::run(const std::vector<std::string>& argv, std::string* e
   return false;
 }
 
-bool NamespaceTopology::create(int count, std::string* error) {
+bool NamespaceTopology::create(int count, std::string* error, int interfaces) {
   static std::atomic<int> sequence{0};
   removeStaleNamespaces();
   const std::string base = std::string(kNamespacePrefix) + std::to_string(getpid()) + "-" +
@@ -72,21 +72,32 @@ bool NamespaceTopology::create(int count, std::string* error) {
     return run({"ip", "-n", name, "link", "set", "lo", "up"}, error);
   };
   hub_ = base + "h";
-  bool ok = addNamespace(hub_) &&
-            run({"ip", "-n", hub_, "link", "add", "br0", "type", "bridge"}, error) &&
-            run({"ip", "-n", hub_, "link", "set", "br0", "up"}, error);
+  bool ok = addNamespace(hub_);
+  // One bridge per interface: eth<k> of every host on bridge br<k>, subnet 10.213.<k>.0/24.
+  for (int k = 0; ok && k < interfaces; k++) {
+    const std::string bridge = "br" + std::to_string(k);
+    ok = run({"ip", "-n", hub_, "link", "add", bridge, "type", "bridge"}, error) &&
+         run({"ip", "-n", hub_, "link", "set", bridge, "up"}, error);
+  }
   for (int i = 0; ok && i < count; i++) {
     const std::string host = base + std::to_string(i);
-    const std::string port = "port" + std::to_string(i);
-    // The veth is made inside the hub with its peer created straight in the host namespace:
-    // no interface ever appears in the namespace the tests run in.
-    ok = addNamespace(host) &&
-         run({"ip", "-n", hub_, "link", "add", port, "type", "veth", "peer", "name", kInterface,
-              "netns", host},
-             error) &&
-         run({"ip", "-n", hub_, "link", "set", port, "master", "br0", "up"}, error) &&
-         run({"ip", "-n", host, "addr", "add", addressOf(i) + "/24", "dev", kInterface}, error) &&
-         run({"ip", "-n", host, "link", "set", kInterface, "up"}, error);
+    ok = addNamespace(host);
+    for (int k = 0; ok && k < interfaces; k++) {
+      // Port k of host i: "port<i>" for the first interface (setConnected's name), "port<i>-<k>"
+      // for the others.
+      const std::string port = "port" + std::to_string(i) + (k ? "-" + std::to_string(k) : "");
+      const std::string dev = "eth" + std::to_string(k);
+      const std::string address = "10.213." + std::to_string(k) + "." + std::to_string(i + 1);
+      // The veth is made inside the hub with its peer created straight in the host namespace:
+      // no interface ever appears in the namespace the tests run in.
+      ok = run({"ip", "-n", hub_, "link", "add", port, "type", "veth", "peer", "name", dev, "netns",
+                host},
+               error) &&
+           run({"ip", "-n", hub_, "link", "set", port, "master", "br" + std::to_string(k), "up"},
+               error) &&
+           run({"ip", "-n", host, "addr", "add", address + "/24", "dev", dev}, error) &&
+           run({"ip", "-n", host, "link", "set", dev, "up"}, error);
+    }
     if (ok) hosts_.push_back(host);
   }
   if (!ok) destroy();

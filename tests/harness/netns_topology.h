@@ -1,5 +1,6 @@
 // A throw-away set of network namespaces: a hub namespace holding a bridge, and 2-3 "host"
-// namespaces, each with one veth (eth0, 10.213.0.(i+1)/24) plugged into the bridge. Nothing is
+// namespaces, each with one veth (eth0, 10.213.0.(i+1)/24) plugged into the bridge; with two
+// interfaces, a second bridge and a second veth each (eth1, 10.213.1.(i+1)/24). Nothing is
 // created in the namespace the tests run in. Names carry the creating pid, so namespaces left by
 // a test process that was killed are recognised and removed by the next one.
 #pragma once
@@ -22,9 +23,9 @@ class NamespaceTopology {
   NamespaceTopology(const NamespaceTopology&) = delete;
   NamespaceTopology& operator=(const NamespaceTopology&) = delete;
 
-  /// Creates `count` host namespaces; false (with *error set) if anything fails, in which case
-  /// whatever was created has been removed again.
-  bool create(int count, std::string* error);
+  /// Creates `count` host namespaces with `interfaces` (1 or 2) interfaces each; false (with
+  /// *error set) if anything fails, in which case whatever was created has been removed again.
+  bool create(int count, std::string* error, int interfaces = 1);
   /// Deletes every namespace this object created (idempotent).
   void destroy();
 
@@ -32,6 +33,10 @@ class NamespaceTopology {
   /// Connects or disconnects a host namespace from the bridge (its port goes up or down).
   bool setConnected(int host, bool connected, std::string* error);
   static std::string addressOf(int host) { return kSubnet + std::to_string(host + 1); }
+  /// NCCL_SOCKET_IFNAME for `interfaces` interfaces: "eth0", "eth0,eth1".
+  static std::string interfaceList(int interfaces) {
+    return interfaces > 1 ? "eth0,eth1" : kInterface;
+  }
 
  private:
   bool run(const std::vector<std::string>& argv, std::string* error);

@@ -134,6 +134,9 @@ struct NamespaceOptions : RunOptions {
   int namespaces = 2;  ///< 2 or 3 (one /24 behind one bridge, 10.213.0.(i+1))
   Placement placement = Placement::kRoundRobin;
   int port = 29517;  ///< rank 0's rendezvous port (fresh namespaces: always free)
+  /// Interfaces per host (1 or 2: eth0 on 10.213.0.0/24, eth1 on 10.213.1.0/24, each on a
+  /// bridge of its own); NCCL_SOCKET_IFNAME names them all.
+  int interfaces = 1;
   /// Runs on a parent thread once the ranks have started (e.g. to cut a link mid-run); the run
   /// ends when it has returned and every rank has ended.
   std::function<void(NetworkControl&)> duringRun;

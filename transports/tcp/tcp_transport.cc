@@ -3,10 +3,12 @@
 // (tcp_receive_pump.h); sends of small slots leave from the rank's own thread, and the rest from
 // a thread per connection (tcp_send_engine.h), so sends never block the algorithm while its own
 // peer is busy sending (no ring deadlock). Each connection stripes its slots over several
-// sockets (BRAID_TCP_SOCKETS) with large socket buffers.
+// sockets (BRAID_TCP_SOCKETS) with large socket buffers, and its sockets over the interfaces
+// NCCL_SOCKET_IFNAME names (at least one socket each), so that several links carry it.
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -24,11 +26,18 @@ namespace {
 constexpr uint32_t kHelloMagic = 0x42524443;  // "BRDC"
 constexpr int kMaxSockets = 8;
 
+// An address as the blob carries it: a sockaddr_in or sockaddr_in6 without sockaddr_storage's
+// padding, so that one per interface fits the connect blob.
+struct WireAddr {
+  unsigned char bytes[sizeof(sockaddr_in6)];
+  uint32_t len;
+};
+
 struct TcpBlob {
-  sockaddr_storage addr;
-  uint32_t addrLen;
-  int32_t nsockets;
-  uint64_t connId;  // which of the receiver's connections this is (random)
+  WireAddr addrs[kMaxTcpInterfaces];  // where the receiver listens, one per interface
+  int32_t naddrs;
+  int32_t nsockets;  // socket i goes to addrs[i % naddrs]
+  uint64_t connId;   // which of the receiver's connections this is (random)
 };
 
 struct Hello {
@@ -54,11 +63,11 @@ void helloProof(const unsigned char secret[16], const Hello& h, unsigned char ou
 
 class TcpRecv : public RecvConnection {
  public:
-  TcpRecv(int listenFd, const TcpBlob& blob, int peer)
-      : listenFd_(listenFd), blob_(blob), peer_(peer) {}
+  TcpRecv(std::vector<int> listenFds, const TcpBlob& blob, int peer)
+      : listenFds_(std::move(listenFds)), blob_(blob), peer_(peer) {}
   ~TcpRecv() override {
     pump_.reset();
-    closeFd(listenFd_);
+    for (int& fd : listenFds_) closeFd(fd);
   }
   const char* transportName() const override { return "tcp"; }
 
@@ -68,7 +77,7 @@ class TcpRecv : public RecvConnection {
     Deadline deadline = Deadline::after(ctx.policy.timeoutS);
     while (accepted < blob_.nsockets) {
       int fd = -1;
-      if (ncclResult_t r = acceptFrom(listenFd_, deadline, ctx.policy.abort, &fd);
+      if (ncclResult_t r = acceptFromAny(listenFds_, deadline, ctx.policy.abort, &fd);
           r != ncclSuccess) {
         for (int& f : fds) closeFd(f);
         return addContext(r, "TCP connection from rank %d", peer_);
@@ -93,7 +102,7 @@ class TcpRecv : public RecvConnection {
       fds[h.socketIndex] = fd;
       accepted++;
     }
-    closeFd(listenFd_);
+    for (int& l : listenFds_) closeFd(l);
     pump_ = std::make_unique<TcpReceivePump>(std::move(fds), ctx.nslots, ctx.slotBytes, peer_);
     // The rank itself pulls the frames: it can receive straight into its own buffers.
     fifo_.attach(pump_->fifo(), pump_.get(), /*acceptsClaims=*/true, pump_.get());
@@ -101,7 +110,7 @@ class TcpRecv : public RecvConnection {
   }
 
  private:
-  int listenFd_;
+  std::vector<int> listenFds_;
   TcpBlob blob_;
   int peer_;
   std::unique_ptr<TcpReceivePump> pump_;
@@ -133,21 +142,32 @@ class TcpTransport : public Transport {
 
   ncclResult_t setupRecv(const TransportContext& ctx, int peer, ConnectBlob* blob,
                          std::unique_ptr<RecvConnection>* conn) override {
-    SockAddr addr = ctx.tcpAddress;
-    int fd = -1;
-    BRAID_TRY(listenOn(&addr, &fd, 64));
-    TcpBlob b{};
-    memcpy(&b.addr, &addr.storage, addr.len);
-    b.addrLen = addr.len;
-    b.nsockets = ctx.tcpSockets < 1             ? 1
-                 : ctx.tcpSockets > kMaxSockets ? kMaxSockets
-                                                : ctx.tcpSockets;
-    secureRandom(&b.connId, sizeof(b.connId));
     static_assert(sizeof(TcpBlob) <= kConnectBlobBytes);
+    TcpBlob b{};
+    std::vector<int> fds;
+    std::string where;
+    for (SockAddr addr : ctx.tcpAddresses) {
+      if (b.naddrs == static_cast<int>(kMaxTcpInterfaces)) break;
+      int fd = -1;
+      if (ncclResult_t r = listenOn(&addr, &fd, 64); r != ncclSuccess) {
+        for (int& f : fds) closeFd(f);
+        return r;
+      }
+      fds.push_back(fd);
+      WireAddr& w = b.addrs[b.naddrs++];
+      w.len = std::min<uint32_t>(addr.len, sizeof(w.bytes));
+      memcpy(w.bytes, &addr.storage, w.len);
+      where += (where.empty() ? "" : ", ") + addr.toString();
+    }
+    if (b.naddrs == 0) return fail(ncclInternalError, "tcp: no interface address to listen on");
+    // At least one socket per interface, so that every interface carries its share.
+    const int wanted = std::max(ctx.tcpSockets, b.naddrs);
+    b.nsockets = std::clamp(wanted, 1, kMaxSockets);
+    secureRandom(&b.connId, sizeof(b.connId));
     memcpy(blob->bytes, &b, sizeof(b));
-    *conn = std::make_unique<TcpRecv>(fd, b, peer);
+    *conn = std::make_unique<TcpRecv>(std::move(fds), b, peer);
     BRAID_INFO(kSubsysNet, "tcp: rank %d <- %d listening on %s, %d sockets", ctx.rank, peer,
-               addr.toString().c_str(), b.nsockets);
+               where.c_str(), b.nsockets);
     return ncclSuccess;
   }
 
@@ -155,14 +175,19 @@ class TcpTransport : public Transport {
                            std::unique_ptr<SendConnection>* conn) override {
     TcpBlob b;
     memcpy(&b, blob.bytes, sizeof(b));
-    if (b.nsockets < 1 || b.nsockets > kMaxSockets || b.addrLen > sizeof(b.addr))
+    bool wellFormed = b.nsockets >= 1 && b.nsockets <= kMaxSockets && b.naddrs >= 1 &&
+                      b.naddrs <= static_cast<int>(kMaxTcpInterfaces);
+    for (int i = 0; wellFormed && i < b.naddrs; i++)
+      wellFormed = b.addrs[i].len > 0 && b.addrs[i].len <= sizeof(b.addrs[i].bytes);
+    if (!wellFormed)
       return fail(ncclInternalError, "tcp: malformed connect blob from rank %d", peer);
-    SockAddr addr;
-    memcpy(&addr.storage, &b.addr, b.addrLen);
-    addr.len = b.addrLen;
     std::vector<int> fds;
     Deadline deadline = Deadline::after(ctx.policy.timeoutS);
     for (int i = 0; i < b.nsockets; i++) {
+      // The sockets take the receiver's interfaces in turn.
+      SockAddr addr;
+      addr.len = b.addrs[i % b.naddrs].len;
+      memcpy(&addr.storage, b.addrs[i % b.naddrs].bytes, addr.len);
       int fd = -1;
       // The receiver listened before publishing its blob: a refusal means it has exited.
       ncclResult_t r = connectTo(addr, deadline, ctx.policy.abort, &fd, /*refusedIsFinal=*/true);
@@ -175,7 +200,7 @@ class TcpTransport : public Transport {
       }
       if (r != ncclSuccess) {
         for (int& f : fds) closeFd(f);
-        return addContext(r, "TCP connection to rank %d", peer);
+        return addContext(r, "TCP connection to rank %d at %s", peer, addr.toString().c_str());
       }
     }
     *conn = std::make_unique<TcpSend>(
