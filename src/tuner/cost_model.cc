@@ -251,8 +251,15 @@ double estimateCollectiveUs(const CommCostModel& model, int n, const CollArgs& a
   // Recursive doubling folds the ranks beyond a power of two in before its steps and out after
   // them: two steps more than log2 of that power.
   const double doublings = is("RecursiveDoubling") ? depth + ((n & (n - 1)) ? 2 : 0) : lg;
-  const double steps =
+  double steps =
       shape.stepFactor * (shape.c0 + shape.c1 * (n - 1) + shape.c2 * doublings + shape.c3 * depth);
+  // A chain (the ring broadcast and reduce, pipelined) pays each hop's latency once: across
+  // hosts, in host order, H-1 of its n-1 hops cross the network and the rest stay within a host
+  // (a ring reduce-scatter or allgather waits on its slowest hop at every step instead).
+  const bool chain = args.coll == CollType::kBroadcast || args.coll == CollType::kReduce;
+  if (chain && is("Ring") && model.hosts > 1 && model.cost.alphaUs > 0)
+    steps = shape.stepFactor * ((model.hosts - 1) + (n - model.hosts) * model.withinHost.alphaUs /
+                                                        model.cost.alphaUs);
   const CollectiveInfo& info = collectiveInfo(args.coll);
   const Traffic& moved = shape.ownTraffic ? shape.moved : info.moved;
   const Traffic& reduced = shape.ownTraffic ? shape.reduced : info.reduced;
