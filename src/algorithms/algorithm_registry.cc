@@ -24,6 +24,7 @@ const Table& table() {
     add(CollType::kAllReduce, zeroCopyAllReduce());
     add(CollType::kAllReduce, lowLatencyAllReduce());
     add(CollType::kAllReduce, hierarchicalAllReduce());
+    add(CollType::kAllReduce, hierarchicalTreeAllReduce());
     add(CollType::kBroadcast, ringBroadcast());
     add(CollType::kBroadcast, treeBroadcast());
     add(CollType::kBroadcast, hierarchicalBroadcast());

@@ -15,6 +15,7 @@ const Algorithm* treeAllReduce();
 const Algorithm* directAllReduce();
 const Algorithm* lowLatencyAllReduce();
 const Algorithm* hierarchicalAllReduce();
+const Algorithm* hierarchicalTreeAllReduce();
 const Algorithm* hierarchicalBroadcast();
 const Algorithm* hierarchicalReduce();
 const Algorithm* hierarchicalAllGather();

@@ -7,9 +7,63 @@
 
 #include "algorithms/algorithm_registry.h"
 #include "algorithms/primitives.h"
+#include "algorithms/tree_allreduce.h"
 #include "patterns/tree.h"
 
 namespace braid {
+
+ncclResult_t treeAllReduceSchedule(Context& ctx, const CollArgs& args,
+                                   const patterns::TreeNode node[2], const char* in, char* out,
+                                   size_t total) {
+  size_t start[2], count[2];
+  count[0] = total / 2 + (total % 2);
+  count[1] = total - count[0];
+  start[0] = 0;
+  start[1] = count[0];
+
+  Primitives up0(ctx, args, node[0].children, std::span<const int>(&node[0].parent, 1));
+  Primitives up1(ctx, args, node[1].children, std::span<const int>(&node[1].parent, 1));
+  Primitives down0(ctx, args, std::span<const int>(&node[0].parent, 1), node[0].children);
+  Primitives down1(ctx, args, std::span<const int>(&node[1].parent, 1), node[1].children);
+  Primitives* up[2] = {&up0, &up1};
+  Primitives* down[2] = {&down0, &down1};
+
+  const size_t step = up0.maxElems(), es = args.elemSize;
+  const size_t nsteps = (count[0] + step - 1) / step;
+
+  for (size_t s = 0; s < nsteps; s++) {
+    for (int t = 0; t < 2; t++) {
+      size_t off = s * step;
+      if (off >= count[t]) continue;
+      size_t len = std::min(step, count[t] - off);
+      off += start[t];
+      if (node[t].nchildren() == 0) {
+        BRAID_TRY(up[t]->send(in + off * es, len));
+      } else if (node[t].parent >= 0) {
+        BRAID_TRY(up[t]->recvReduceSend(in + off * es, len));
+      } else {
+        BRAID_TRY(up[t]->recvReduceCopySend(in + off * es, out + off * es, len));
+      }
+    }
+  }
+  for (size_t s = 0; s < nsteps; s++) {
+    for (int t = 0; t < 2; t++) {
+      size_t off = s * step;
+      if (off >= count[t]) continue;
+      size_t len = std::min(step, count[t] - off);
+      off += start[t];
+      if (node[t].parent < 0) {
+        BRAID_TRY(down[t]->copySend(out + off * es, len));
+      } else if (node[t].nchildren() > 0) {
+        BRAID_TRY(down[t]->recvCopySend(out + off * es, len));
+      } else {
+        BRAID_TRY(down[t]->recv(out + off * es, len));
+      }
+    }
+  }
+  return ncclSuccess;
+}
+
 namespace {
 
 class TreeAllReduce : public Algorithm {
@@ -21,57 +75,10 @@ class TreeAllReduce : public Algorithm {
   }
 
   ncclResult_t run(const CollArgs& args, Context& ctx) const override {
-    patterns::TreeNode node[2];
-    size_t start[2], count[2];
-    count[0] = args.count / 2 + (args.count % 2);
-    count[1] = args.count - count[0];
-    start[0] = 0;
-    start[1] = count[0];
-    for (int t = 0; t < 2; t++) node[t] = ctx.team.treeNode(ctx.rank(), t);
-
-    Primitives up0(ctx, args, node[0].children, std::span<const int>(&node[0].parent, 1));
-    Primitives up1(ctx, args, node[1].children, std::span<const int>(&node[1].parent, 1));
-    Primitives down0(ctx, args, std::span<const int>(&node[0].parent, 1), node[0].children);
-    Primitives down1(ctx, args, std::span<const int>(&node[1].parent, 1), node[1].children);
-    Primitives* up[2] = {&up0, &up1};
-    Primitives* down[2] = {&down0, &down1};
-
-    const size_t step = up0.maxElems(), es = args.elemSize;
-    auto* in = static_cast<const char*>(args.sendbuff);
-    auto* out = static_cast<char*>(args.recvbuff);
-    const size_t nsteps = (count[0] + step - 1) / step;
-
-    for (size_t s = 0; s < nsteps; s++) {
-      for (int t = 0; t < 2; t++) {
-        size_t off = s * step;
-        if (off >= count[t]) continue;
-        size_t len = std::min(step, count[t] - off);
-        off += start[t];
-        if (node[t].nchildren() == 0) {
-          BRAID_TRY(up[t]->send(in + off * es, len));
-        } else if (node[t].parent >= 0) {
-          BRAID_TRY(up[t]->recvReduceSend(in + off * es, len));
-        } else {
-          BRAID_TRY(up[t]->recvReduceCopySend(in + off * es, out + off * es, len));
-        }
-      }
-    }
-    for (size_t s = 0; s < nsteps; s++) {
-      for (int t = 0; t < 2; t++) {
-        size_t off = s * step;
-        if (off >= count[t]) continue;
-        size_t len = std::min(step, count[t] - off);
-        off += start[t];
-        if (node[t].parent < 0) {
-          BRAID_TRY(down[t]->copySend(out + off * es, len));
-        } else if (node[t].nchildren() > 0) {
-          BRAID_TRY(down[t]->recvCopySend(out + off * es, len));
-        } else {
-          BRAID_TRY(down[t]->recv(out + off * es, len));
-        }
-      }
-    }
-    return ncclSuccess;
+    const patterns::TreeNode node[2] = {ctx.team.treeNode(ctx.rank(), 0),
+                                        ctx.team.treeNode(ctx.rank(), 1)};
+    return treeAllReduceSchedule(ctx, args, node, static_cast<const char*>(args.sendbuff),
+                                 static_cast<char*>(args.recvbuff), args.count);
   }
 };
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "algorithms/ring_schedules.h"
+#include "patterns/tree.h"
 
 namespace braid {
 
@@ -32,6 +33,15 @@ inline SubRing counterpartRing(const Team::Hosts& hosts) {
   const int h = hosts.count, me = hosts.index;
   const patterns::Ring ring{me, h};
   return {ring, h, me, hosts.counterparts[ring.prev()], hosts.counterparts[ring.next()]};
+}
+
+/// Tree `which` of the double binary tree over this rank's counterparts (one per host), as ranks.
+inline patterns::TreeNode counterpartTree(const Team::Hosts& hosts, int which) {
+  patterns::TreeNode node = patterns::doubleBinaryTree(hosts.index, hosts.count, which);
+  auto rankOf = [&](int host) { return host < 0 ? -1 : hosts.counterparts[host]; };
+  node.parent = rankOf(node.parent);
+  for (int& child : node.children) child = rankOf(child);
+  return node;
 }
 
 }  // namespace braid

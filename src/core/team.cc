@@ -73,7 +73,7 @@ std::vector<int> Team::neighboursOf(int r) const {
       if (q >= 0) out.push_back(q);
   }
   // The hierarchical allreduce adds the ring within r's host and the ring of r's counterparts
-  // on the other hosts.
+  // on the other hosts ...
   const std::vector<int>& local = hosts.ranksOf[hosts.hostOf[r]];
   const int l = static_cast<int>(local.size());
   const int li = static_cast<int>(std::find(local.begin(), local.end(), r) - local.begin());
@@ -81,6 +81,12 @@ std::vector<int> Team::neighboursOf(int r) const {
   if (hosts.ranksPerHost > 0 && hosts.count > 1) {
     const int h = hosts.count, hi = hosts.hostOf[r];
     out.insert(out.end(), {hosts.ranksOf[(hi + 1) % h][li], hosts.ranksOf[(hi + h - 1) % h][li]});
+    // ... and the trees over those counterparts (HierarchicalTree).
+    for (int t = 0; t < 2; t++) {
+      const patterns::TreeNode node = patterns::doubleBinaryTree(hi, h, t);
+      for (int g : {node.parent, node.children[0], node.children[1]})
+        if (g >= 0) out.push_back(hosts.ranksOf[g][li]);
+    }
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

@@ -126,8 +126,9 @@ Shape shapeOf(const CommCostModel& model, CollType coll, const char* algorithm, 
 // The hierarchical schedules (hierarchy.h): rings within each host over that host's transport,
 // and rings between the hosts whose l streams (one per local rank) share each host's link, so
 // the link's share is priced as one ring over the H hosts of l times the per-rank data (the
-// allreduce's and the rooted collectives': the whole message, sliced l ways).
-double hierarchicalUs(const CommCostModel& model, const CollArgs& args) {
+// allreduce's and the rooted collectives': the whole message, sliced l ways). The allreduce's
+// step between hosts is a ring or (`between` "Tree") a double binary tree over the hosts.
+double hierarchicalUs(const CommCostModel& model, const CollArgs& args, const char* between) {
   const int l = model.ranksPerHost, h = model.hosts;
   const double S = static_cast<double>(args.count) * args.elemSize;
   const double slow = std::max(1.0, model.oversubscribe);
@@ -140,7 +141,7 @@ double hierarchicalUs(const CommCostModel& model, const CollArgs& args) {
   switch (args.coll) {
     case CollType::kAllReduce:  // reduce-scatter, allreduce of a slice between hosts, allgather
       return 2 * (l - 1) * alpha + 2 * part * S * beta + part * S * gamma +
-             estimateCollectiveUs(across, h, args, "Ring");
+             estimateCollectiveUs(across, h, args, between);
     case CollType::kAllGather:  // between hosts, then H blocks a step within the host
       wide.count *= l;
       return estimateCollectiveUs(across, h, wide, "Ring") + (l - 1) * h * (alpha + S * beta);
@@ -241,9 +242,9 @@ double estimateCollectiveUs(const CommCostModel& model, int n, const CollArgs& a
   const double a = slow * c.alphaUs, part = (n - 1.0) / n, lg = ceilLog2(n);
   auto is = [algorithm](const char* name) { return strcasecmp(algorithm, name) == 0; };
   if (n == 1 || is("Self")) return args.sendbuff == args.recvbuff ? 0 : S * beta;
-  if (is("Hierarchical")) {
+  if (is("Hierarchical") || is("HierarchicalTree")) {
     if (model.hosts < 2 || model.ranksPerHost < 2) return 1e300;  // (never supported there)
-    return hierarchicalUs(model, args);
+    return hierarchicalUs(model, args, is("HierarchicalTree") ? "Tree" : "Ring");
   }
   const Shape shape = shapeOf(model, args.coll, algorithm, n);
   // A binary tree of n ranks is floor(log2 n) deep: the broadcast tree's depth.
@@ -258,8 +259,8 @@ double estimateCollectiveUs(const CommCostModel& model, int n, const CollArgs& a
   // (a ring reduce-scatter or allgather waits on its slowest hop at every step instead).
   const bool chain = args.coll == CollType::kBroadcast || args.coll == CollType::kReduce;
   if (chain && is("Ring") && model.hosts > 1 && model.cost.alphaUs > 0)
-    steps = shape.stepFactor * ((model.hosts - 1) + (n - model.hosts) * model.withinHost.alphaUs /
-                                                        model.cost.alphaUs);
+    steps = shape.stepFactor *
+            ((model.hosts - 1) + (n - model.hosts) * model.withinHost.alphaUs / model.cost.alphaUs);
   const CollectiveInfo& info = collectiveInfo(args.coll);
   const Traffic& moved = shape.ownTraffic ? shape.moved : info.moved;
   const Traffic& reduced = shape.ownTraffic ? shape.reduced : info.reduced;

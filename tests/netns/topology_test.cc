@@ -284,6 +284,21 @@ TEST(Hierarchical, ThreeHostsOfTwo) {
   }
 }
 
+// The hierarchical allreduce with a double binary tree between hosts: each local rank's slice
+// goes up and down two trees over the hosts, H-1 edges each, so the ranks together send
+// 2 (H-1) messages across, as the ring between hosts does (2 at 2 hosts, 4 at 3).
+TEST(Hierarchical, TreeBetweenHostsExactAndCrossingAsTheRing) {
+  BRAID_SKIP_WITHOUT_NAMESPACES();
+  RunReport two = runHierarchical(2, 4, Placement::kRoundRobin, "allreduce:HierarchicalTree");
+  BRAID_ASSERT_ALL_RANKS_OK(two);
+  RunReport three = runHierarchical(3, 6, Placement::kRoundRobin, "allreduce:HierarchicalTree");
+  BRAID_ASSERT_ALL_RANKS_OK(three);
+  if (!isNamespaceChild()) {
+    EXPECT_NEAR(crossHostMessages(two, "allreduce", kCount * 4), 2.0, 0.02);
+    EXPECT_NEAR(crossHostMessages(three, "allreduce", kCount * 4), 4.0, 0.04);
+  }
+}
+
 // The tree across hosts (a double binary tree over the hosts, a chain within each): each tree
 // crosses between hosts on H-1 edges, each carrying its half of the message up and back down,
 // so the ranks together send 2 (H-1) messages across; the tree over ring positions it replaced

@@ -172,6 +172,25 @@ TEST(TunerRanking, OtherCollectivesAcrossHosts) {
   EXPECT_EQ(cheapestOf(m, 4, CollType::kBroadcast, (16u << 20) / 4, both), "Ring");
 }
 
+// Many hosts (the model only: docs/scale.md's predictions): the ring's 2(n-1) network steps
+// rule it out; small messages go to the hierarchical allreduce with a tree between hosts
+// (2 log2 H steps across, shared memory within), large ones at a few hosts to the hierarchical
+// ring (its bytes), at many hosts to the tree over hosts.
+TEST(TunerRanking, ManyHostsTakeTreesBetweenHosts) {
+  const std::vector<const char*> names = {"Ring", "Tree", "Hierarchical", "HierarchicalTree"};
+  auto across = [](int hosts) {
+    CommCostModel m = modelFor(LinkClass::kTcp, 1);
+    m.hosts = hosts;
+    m.ranksPerHost = 8;
+    m.withinHost = defaultLinkCosts().shm;
+    return m;
+  };
+  EXPECT_EQ(cheapestOf(across(64), 512, CollType::kAllReduce, 2, names), "HierarchicalTree");
+  EXPECT_EQ(cheapestOf(across(64), 512, CollType::kAllReduce, 16384, names), "HierarchicalTree");
+  EXPECT_EQ(cheapestOf(across(8), 64, CollType::kAllReduce, 4u << 20, names), "Hierarchical");
+  EXPECT_EQ(cheapestOf(across(256), 2048, CollType::kAllReduce, 4u << 20, names), "Tree");
+}
+
 TEST(TunerRanking, SlowerLinksMoveTheCrossoverUp) {
   // Where Direct stops winning: ten times the latency pushes it out by about ten times.
   CommCostModel fast = modelFor(LinkClass::kShm, 1), slow = fast;
