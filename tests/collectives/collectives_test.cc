@@ -287,6 +287,13 @@ void hierarchicalOnHosts(int hosts, int nranks, bool interleaved, bool small) {
                  "broadcast:hierarchical;reduce:hierarchical;allgather:hierarchical;"
                  "reducescatter:hierarchical"});
   env.push_back({"NCCL_SOCKET_IFNAME", "lo"});
+  // Rank 0 hosts the rendezvous, so the parent starts no bootstrap thread before it forks the
+  // ranks: a fork while another thread holds one of ASan's allocator locks leaves the child
+  // waiting on it forever (seen here under ASan, where the TCP pumps' first 8 KiB buffers
+  // took the lock the parent's root thread held).
+  env.push_back({"NCCL_COMM_ID", "127.0.0.1:" + std::to_string(braid::test::freeLocalPort())});
+  auto o = options(env);
+  o.idFromEnvironment = true;
   auto report = braid::test::runProcesses(
       nranks,
       [=](RankContext& ctx) {
@@ -298,7 +305,7 @@ void hierarchicalOnHosts(int hosts, int nranks, bool interleaved, bool small) {
         preAndPostOps(ctx, comm);
         ncclCommDestroy(comm);
       },
-      options(env));
+      o);
   BRAID_EXPECT_ALL_RANKS_OK(report) << hosts << " hosts of " << nranks / hosts << " ranks"
                                     << (interleaved ? ", interleaved" : ", blocks");
 }
