@@ -4,8 +4,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
-#include <deque>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +21,13 @@ namespace braid {
 namespace {
 
 constexpr double kHelloTimeoutS = 5;  // a connection must introduce itself within this
+// Connections read at once before they proved anything: more wait in the accept queue (a flood
+// of idle ones must not exhaust us, nor get ranks arriving meanwhile closed).
+constexpr size_t kMaxPending = 1024;
+
+// Counted when a message is queued or written, before any rank can read it, so a test that has
+// seen a rank get something sees it counted.
+std::atomic<uint64_t> gBytesSent{0};
 
 struct Pending {
   int fd;
@@ -33,9 +40,12 @@ struct Pending {
 struct RankConn {
   int fd = -1;
   std::string inbuf;
-  std::deque<std::string> frames;
-  /// Frames for the rank not yet written (relays and round replies, in order): the root never
-  /// blocks on one rank's socket, since that rank may itself be blocked sending to the root.
+  int barriers = 0;  ///< barriers this rank entered that are not yet answered
+  unsigned char ringAddr[kRingAddrBytes] = {};
+  uint32_t ringAddrLen = 0;
+  /// Frames for the rank not yet written (its ring assignment, relays and barrier answers, in
+  /// order): the root never blocks on one rank's socket, since that rank may itself be blocked
+  /// sending to the root.
   std::string outbuf;
   Deadline outSince;  ///< when outbuf last became non-empty or drained some
   bool bye = false;
@@ -50,7 +60,8 @@ class Root {
     Deadline idle = Deadline::after(timeoutS_);
     while (!finished()) {
       std::vector<pollfd> fds;
-      fds.push_back({listenFd_, static_cast<short>(listenFd_ >= 0 ? POLLIN : 0), 0});
+      const bool room = listenFd_ >= 0 && pending_.size() < kMaxPending;
+      fds.push_back({room ? listenFd_ : -1, POLLIN, 0});
       for (auto& p : pending_)
         if (p.fd >= 0) fds.push_back({p.fd, POLLIN, 0});
       for (auto& r : ranks_)
@@ -94,10 +105,6 @@ class Root {
     // Replies go out as a header and a payload: without TCP_NODELAY the payload waits for the
     // rank's delayed ACK (40 ms), several times per init.
     tuneSocket(fd, 0);
-    if (pending_.size() > 1024) {  // a flood of idle connections must not exhaust us
-      close(fd);
-      return;
-    }
     pending_.push_back({fd, {}, Deadline::after(kHelloTimeoutS)});
   }
 
@@ -111,7 +118,7 @@ class Root {
         ssize_t got = recv(p.fd, tmp, sizeof(tmp), MSG_DONTWAIT);
         if (got > 0) {
           p.buf.append(tmp, got);
-          if (p.buf.size() > sizeof(AuthHello) + sizeof(RootHello) + kMaxInfoBytes) drop = true;
+          if (p.buf.size() > sizeof(AuthHello) + sizeof(RootHello)) drop = true;
           continue;
         }
         if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) drop = true;
@@ -145,6 +152,7 @@ class Root {
     if (!secureRandom(c.rootNonce, sizeof(c.rootNonce))) return -1;
     bootstrapProof(id_.secret, id_.nonce, true, a.rankNonce, c.rootNonce, c.rootProof);
     bootstrapProof(id_.secret, id_.nonce, false, a.rankNonce, c.rootNonce, p.expected);
+    gBytesSent += sizeof(c);
     if (sendAll(p.fd, &c, sizeof(c), Deadline::after(1), nullptr) != ncclSuccess) return -1;
     p.buf.erase(0, sizeof(AuthHello));
     p.challenged = true;
@@ -168,24 +176,22 @@ class Root {
     if (!failure_.empty()) {  // a rank arriving after the rendezvous failed: tell it why
       FrameHeader e{kFrameError, static_cast<uint32_t>(failure_.size())};
       Deadline d = Deadline::after(1);
+      gBytesSent += sizeof(e) + failure_.size();
       if (sendAll(p.fd, &e, sizeof(e), d, nullptr) == ncclSuccess)
         sendAll(p.fd, failure_.data(), failure_.size(), d, nullptr);
       return -1;
     }
-    if (ranks_.empty()) {
-      ranks_.resize(h.nranks);
-      infoBytes_ = h.infoBytes;
-    }
-    if (static_cast<size_t>(h.nranks) != ranks_.size() || h.infoBytes != infoBytes_ ||
-        ranks_[h.rank].fd >= 0 || admitted_) {
+    if (ranks_.empty()) ranks_.resize(h.nranks);
+    if (static_cast<size_t>(h.nranks) != ranks_.size() || ranks_[h.rank].fd >= 0 || admitted_) {
       BRAID_WARN("bootstrap root: rejected rank %d of %d (inconsistent or duplicate)", h.rank,
                  h.nranks);
       return -1;
     }
     RankConn& r = ranks_[h.rank];
     r.fd = p.fd;
-    r.frames.push_back(p.buf.substr(sizeof(RootHello), h.infoBytes));
-    r.inbuf = p.buf.substr(sizeof(RootHello) + h.infoBytes);
+    memcpy(r.ringAddr, h.ringAddr, sizeof(r.ringAddr));
+    r.ringAddrLen = h.ringAddrLen;
+    r.inbuf = p.buf.substr(sizeof(RootHello));
     if (++joined_ == static_cast<int>(ranks_.size())) {
       // Everyone is in: free the port at once (NCCL_COMM_ID may be reused by the next
       // communicator) and drop whoever is still knocking.
@@ -194,11 +200,32 @@ class Root {
       listenFd_ = -1;
       for (auto& q : pending_)
         if (q.fd != p.fd) close(q.fd), q.fd = -1;
+      assignRing();
     }
     return 1;
   }
 
-  // Reads frames from admitted ranks; when every rank has one queued, answers the round.
+  // Tells each rank where its next on the ring listens and the tokens of its two ring links:
+  // a constant-size frame per rank, whatever the communicator's size.
+  void assignRing() {
+    const size_t n = ranks_.size();
+    std::vector<unsigned char> tokens(n * kTokenBytes);
+    if (!secureRandom(tokens.data(), tokens.size())) {
+      broadcastError("bootstrap: the root has no random source for the ring tokens");
+      return;
+    }
+    for (size_t rank = 0; rank < n; rank++) {
+      const RankConn& next = ranks_[(rank + 1) % n];
+      RingAssignment a{};
+      memcpy(a.nextAddr, next.ringAddr, sizeof(a.nextAddr));
+      a.nextAddrLen = next.ringAddrLen;
+      memcpy(a.tokenToNext, &tokens[rank * kTokenBytes], kTokenBytes);
+      memcpy(a.tokenFromPrev, &tokens[(rank + n - 1) % n * kTokenBytes], kTokenBytes);
+      queue(ranks_[rank], kFrameRing, std::string(reinterpret_cast<const char*>(&a), sizeof(a)));
+    }
+  }
+
+  // Reads frames from admitted ranks; once every rank has entered a barrier, answers it.
   bool serveRanks() {
     for (size_t rank = 0; rank < ranks_.size(); rank++) {
       RankConn& r = ranks_[rank];
@@ -226,7 +253,7 @@ class Root {
         } else if (h.kind == kFrameRelay) {
           if (!relay(static_cast<int32_t>(rank), body)) return false;
         } else {
-          r.frames.push_back(std::move(body));
+          r.barriers++;
         }
       }
       // A rank that said goodbye and closed at once is read in one pass: its goodbye comes
@@ -242,21 +269,20 @@ class Root {
     }
     if (!admitted_) return true;
     for (auto& r : ranks_)
-      if (r.frames.empty()) return true;
-    std::string reply;
+      if (r.barriers == 0) return true;
+    // Everyone entered the barrier: the answer says only that (the all-gathers, which carry
+    // data, run over the ring).
     for (auto& r : ranks_) {
-      uint32_t len = static_cast<uint32_t>(r.frames.front().size());
-      reply.append(reinterpret_cast<const char*>(&len), sizeof(len));
-      reply += r.frames.front();
-      r.frames.pop_front();
+      r.barriers--;
+      queue(r, kFrameData, std::string());
     }
-    for (auto& r : ranks_) queue(r, kFrameData, reply);
     return true;
   }
 
   void queue(RankConn& r, uint32_t kind, const std::string& body) {
     if (r.outbuf.empty()) r.outSince = Deadline::after(timeoutS_);
     FrameHeader h{kind, static_cast<uint32_t>(body.size())};
+    gBytesSent += sizeof(h) + body.size();
     r.outbuf.append(reinterpret_cast<const char*>(&h), sizeof(h));
     r.outbuf += body;
   }
@@ -306,6 +332,7 @@ class Root {
     for (auto& r : ranks_) {
       if (r.fd < 0) continue;
       r.outbuf.clear();
+      gBytesSent += sizeof(h) + msg.size();
       if (sendAll(r.fd, &h, sizeof(h), d, nullptr) == ncclSuccess)
         sendAll(r.fd, msg.data(), msg.size(), d, nullptr);
     }
@@ -316,13 +343,16 @@ class Root {
   double timeoutS_;
   std::vector<Pending> pending_;
   std::vector<RankConn> ranks_;
-  uint32_t infoBytes_ = 0;
   int joined_ = 0;
   bool admitted_ = false;
   std::string failure_;  ///< set once the rendezvous failed: latecomers get this error
 };
 
 }  // namespace
+
+uint64_t bootstrapRootBytesSent() {
+  return gBytesSent.load();
+}
 
 void startBootstrapRoot(int listenFd, const UniqueIdFields& id, double timeoutS) {
   std::thread([listenFd, id, timeoutS] {

@@ -46,7 +46,7 @@ ncclResult_t newHostedUniqueId(ncclUniqueId* id) {
   SockAddr addr;
   BRAID_TRY(findInterfaceAddress(&addr, nullptr));
   int fd = -1;
-  BRAID_TRY(listenOn(&addr, &fd));
+  BRAID_TRY(listenOn(&addr, &fd, kRootBacklog));
   memcpy(f.addr, &addr.storage, addr.len);
   f.addrLen = addr.len;
   if (!secureRandom(f.secret, sizeof(f.secret)) || !secureRandom(&f.nonce, sizeof(f.nonce))) {

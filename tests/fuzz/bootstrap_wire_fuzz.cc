@@ -5,13 +5,16 @@
 //      magics, versions, the proof and the nonce are made right, so the checks behind them are
 //      reached);
 //   1: the root taking frames off an admitted rank's stream;
-//   2: a rank splitting the root's answer to a round (nranks from the second byte).
+//   2: a rank taking all-gather entries off its previous rank's ring stream;
+//   3: a rank checking the root's ring assignment (nranks from the second byte);
+//   4: a rank checking what a connection to its ring port sends first, in pieces (with the
+//      second byte's low bit set, the magic, version, rank and token are made right).
 // Properties: no crash or overread; verdicts are final (more bytes never turn a rejection into
 // an admission); everything admitted or taken respects the bounds.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "core/bootstrap_wire.h"
 #include "fuzz/fuzz_check.h"
@@ -24,6 +27,8 @@ constexpr unsigned char kProof[kSha256Bytes] = {1,  2,  3,  4,  5,  6,  7,  8,  
                                                 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
                                                 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
 constexpr uint64_t kNonce = 0x1122334455667788ull;
+constexpr unsigned char kToken[kTokenBytes] = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6};
+constexpr int32_t kPrevRank = 3;
 
 void hello(const uint8_t* data, size_t size) {
   if (size < 2) return;
@@ -76,8 +81,9 @@ void hello(const uint8_t* data, size_t size) {
       FUZZ_CHECK(h.magic == kHelloMagic && h.nonce == kNonce);
       FUZZ_CHECK(memcmp(h.proof, kProof, sizeof(kProof)) == 0);
       FUZZ_CHECK(h.nranks >= 1 && h.nranks <= kMaxRanks && h.rank >= 0 && h.rank < h.nranks);
-      FUZZ_CHECK(h.infoBytes <= kMaxInfoBytes);
-      FUZZ_CHECK(received.size() >= sizeof(RootHello) + h.infoBytes);
+      FUZZ_CHECK(h.ringAddrLen <= kRingAddrBytes);
+      FUZZ_CHECK(h.nranks == 1 ? h.ringAddrLen == 0 : validRingAddress(h.ringAddr, h.ringAddrLen));
+      FUZZ_CHECK(received.size() >= sizeof(RootHello));
     }
     if (!fixUp)
       FUZZ_CHECK(v != HelloVerdict::kAdmit ||
@@ -108,31 +114,93 @@ void frames(const uint8_t* data, size_t size) {
   FUZZ_CHECK(consumed + buffer.size() == size - 1);
 }
 
-void reply(const uint8_t* data, size_t size) {
+void ringEntries(const uint8_t* data, size_t size) {
+  const std::string buffer(reinterpret_cast<const char*>(data) + 1, size - 1);
+  size_t pos = 0;
+  for (;;) {
+    std::string body;
+    const size_t before = pos;
+    const FrameVerdict v = takeRingEntry(buffer, &pos, &body);
+    if (v != FrameVerdict::kFrame) {
+      FUZZ_CHECK(pos == before);
+      uint32_t len = 0;
+      if (v == FrameVerdict::kMalformed) {
+        FUZZ_CHECK(buffer.size() - pos >= sizeof(len));
+        memcpy(&len, buffer.data() + pos, sizeof(len));
+        FUZZ_CHECK(len > kMaxFrameBytes);
+      }
+      break;
+    }
+    FUZZ_CHECK(body.size() <= kMaxFrameBytes);
+    FUZZ_CHECK(pos == before + sizeof(uint32_t) + body.size() && pos <= buffer.size());
+    FUZZ_CHECK(memcmp(body.data(), buffer.data() + before + sizeof(uint32_t), body.size()) == 0);
+  }
+}
+
+void assignment(const uint8_t* data, size_t size) {
   if (size < 2) return;
-  const int nranks = 1 + data[1] % 8;
-  std::string body(reinterpret_cast<const char*>(data) + 2, size - 2);
-  std::vector<std::string> all;
-  if (!splitRoundReply(body, nranks, &all)) return;
-  FUZZ_CHECK(static_cast<int>(all.size()) == nranks);
-  size_t total = 0;
-  for (const std::string& e : all) total += sizeof(uint32_t) + e.size();
-  FUZZ_CHECK(total <= body.size());
+  const int nranks = 1 + data[1] % 4;
+  const std::string body(reinterpret_cast<const char*>(data) + 2, size - 2);
+  RingAssignment a{};
+  if (!examineRingAssignment(body, nranks, &a)) return;
+  FUZZ_CHECK(body.size() == sizeof(RingAssignment));
+  FUZZ_CHECK(a.nextAddrLen <= kRingAddrBytes);
+  FUZZ_CHECK(nranks > 1 ? validRingAddress(a.nextAddr, a.nextAddrLen) : a.nextAddrLen == 0);
+}
+
+void ringHello(const uint8_t* data, size_t size) {
+  if (size < 2) return;
+  const bool fixUp = data[1] & 1;
+  std::string bytes(reinterpret_cast<const char*>(data) + 2, size - 2);
+  if (fixUp && bytes.size() >= sizeof(RingHello)) {
+    RingHello h;
+    memcpy(&h, bytes.data(), sizeof(h));
+    h.magic = kRingMagic;
+    h.version = kBootstrapVersion;
+    h.rank = kPrevRank;
+    memcpy(h.token, kToken, kTokenBytes);
+    memcpy(bytes.data(), &h, sizeof(h));
+  }
+  std::string received;
+  HelloVerdict last = HelloVerdict::kNeedMore;
+  size_t pos = 0, step = 1 + (data[1] >> 1);
+  while (pos < bytes.size()) {
+    const size_t n = std::min(step, bytes.size() - pos);
+    received.append(bytes, pos, n);
+    pos += n;
+    step = 1 + static_cast<unsigned char>(bytes[pos - 1]) % 16;
+    const HelloVerdict v = examineRingHello(received, kToken, kPrevRank);
+    if (last != HelloVerdict::kNeedMore) FUZZ_CHECK(v == last);
+    if (v == HelloVerdict::kNeedMore) FUZZ_CHECK(received.size() < sizeof(RingHello));
+    if (v == HelloVerdict::kAdmit) {
+      RingHello h;
+      memcpy(&h, received.data(), sizeof(h));
+      FUZZ_CHECK(h.magic == kRingMagic && h.version == kBootstrapVersion && h.rank == kPrevRank);
+      FUZZ_CHECK(memcmp(h.token, kToken, kTokenBytes) == 0);
+    }
+    last = v;
+  }
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  switch (data[0] % 3) {
+  switch (data[0] % 5) {
     case 0:
       hello(data, size);
       break;
     case 1:
       frames(data, size);
       break;
+    case 2:
+      ringEntries(data, size);
+      break;
+    case 3:
+      assignment(data, size);
+      break;
     default:
-      reply(data, size);
+      ringHello(data, size);
       break;
   }
   return 0;

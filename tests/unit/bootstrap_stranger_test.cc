@@ -51,7 +51,10 @@ bool closedByPeer(int fd, double seconds) {
 int handshakeAs(const SockAddr& root, const UniqueIdFields& f, int nranks, int rank) {
   int fd = connectToRoot(root);
   if (fd < 0) return -1;
-  if (bootstrapHandshake(fd, f, nranks, rank, std::string(), Deadline::after(5), nullptr,
+  // A well-formed ring address, so the proof is what the root judges.
+  SockAddr ring;
+  if (parseHostPort("127.0.0.1:9", &ring) != ncclSuccess) return close(fd), -1;
+  if (bootstrapHandshake(fd, f, nranks, rank, ring, Deadline::after(5), nullptr,
                          /*verifyRoot=*/false) != ncclSuccess) {
     close(fd);
     return -1;
@@ -150,6 +153,29 @@ TEST(BootstrapRoot, StrangersAloneDoNotFormACommunicator) {
       },
       options);
   BRAID_EXPECT_ALL_RANKS_OK(report);
+}
+
+// More silent connections than the root reads at once (1024) arrive before the ranks: the root
+// leaves the rest in its accept queue instead of closing them, so the ranks behind the flood
+// wait until the silent ones are dropped (5 s) and then form their communicator.
+TEST(BootstrapRoot, AFloodOfSilentConnectionsDelaysTheRanksWithoutTurningThemAway) {
+  test::internal::ScopedEnv env({{"NCCL_SOCKET_IFNAME", "lo"}, {"BRAID_TIMEOUT_S", "30"}});
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+  UniqueIdFields f;
+  SockAddr root;
+  ASSERT_EQ(unpackUniqueId(id, &f, &root), ncclSuccess);
+  std::vector<int> flood;
+  for (int i = 0; i < 1100; i++) {
+    int fd = connectToRoot(root);
+    ASSERT_GE(fd, 0) << "connection " << i;
+    flood.push_back(fd);
+  }
+  test::RunOptions options;
+  options.id = id;
+  test::RunReport report = test::runThreads(3, sumOfRanks, options);
+  BRAID_EXPECT_ALL_RANKS_OK(report);
+  for (int fd : flood) close(fd);
 }
 
 // A process listening where the id points (a stale NCCL_COMM_ID port taken by another program, or
