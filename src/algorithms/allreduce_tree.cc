@@ -30,38 +30,26 @@ ncclResult_t treeAllReduceSchedule(Context& ctx, const CollArgs& args,
 
   const size_t step = up0.maxElems(), es = args.elemSize;
   const size_t nsteps = (count[0] + step - 1) / step;
-
-  for (size_t s = 0; s < nsteps; s++) {
-    for (int t = 0; t < 2; t++) {
-      size_t off = s * step;
-      if (off >= count[t]) continue;
-      size_t len = std::min(step, count[t] - off);
-      off += start[t];
-      if (node[t].nchildren() == 0) {
-        BRAID_TRY(up[t]->send(in + off * es, len));
-      } else if (node[t].parent >= 0) {
-        BRAID_TRY(up[t]->recvReduceSend(in + off * es, len));
-      } else {
-        BRAID_TRY(up[t]->recvReduceCopySend(in + off * es, out + off * es, len));
+  // Both phases take the pieces in the same order: step by step, tree 0 then tree 1.
+  auto eachPiece = [&](auto&& move) -> ncclResult_t {
+    for (size_t s = 0; s < nsteps; s++)
+      for (int t = 0; t < 2; t++) {
+        const size_t off = s * step;
+        if (off >= count[t]) continue;
+        BRAID_TRY(move(t, start[t] + off, std::min(step, count[t] - off)));
       }
-    }
-  }
-  for (size_t s = 0; s < nsteps; s++) {
-    for (int t = 0; t < 2; t++) {
-      size_t off = s * step;
-      if (off >= count[t]) continue;
-      size_t len = std::min(step, count[t] - off);
-      off += start[t];
-      if (node[t].parent < 0) {
-        BRAID_TRY(down[t]->copySend(out + off * es, len));
-      } else if (node[t].nchildren() > 0) {
-        BRAID_TRY(down[t]->recvCopySend(out + off * es, len));
-      } else {
-        BRAID_TRY(down[t]->recv(out + off * es, len));
-      }
-    }
-  }
-  return ncclSuccess;
+    return ncclSuccess;
+  };
+  BRAID_TRY(eachPiece([&](int t, size_t off, size_t len) {
+    if (node[t].nchildren() == 0) return up[t]->send(in + off * es, len);
+    if (node[t].parent >= 0) return up[t]->recvReduceSend(in + off * es, len);
+    return up[t]->recvReduceCopySend(in + off * es, out + off * es, len);
+  }));
+  return eachPiece([&](int t, size_t off, size_t len) {
+    if (node[t].parent < 0) return down[t]->copySend(out + off * es, len);
+    if (node[t].nchildren() > 0) return down[t]->recvCopySend(out + off * es, len);
+    return down[t]->recv(out + off * es, len);
+  });
 }
 
 namespace {
