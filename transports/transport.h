@@ -20,6 +20,8 @@
 
 namespace braid {
 
+class NetPlugin;
+
 /// What a rank tells every other rank about itself during bootstrap.
 struct PeerInfo {
   int32_t rank = -1;
@@ -37,6 +39,9 @@ struct PeerInfo {
   int32_t cudaDevice = -1;
   uint64_t deviceId = 0;
   uint64_t reachable[8] = {};
+  /// The plugin network the rank crosses hosts with (NCCL_NET_PLUGIN/NCCL_NET; "": Braid's own
+  /// TCP). Two ranks use the net transport only when they name the same one.
+  char network[16] = {};
 };
 
 constexpr size_t kConnectBlobBytes = 256;
@@ -67,6 +72,7 @@ struct TransportContext {
   std::vector<SockAddr> tcpAddresses;
   std::vector<std::string> allowed;  ///< BRAID_TRANSPORTS / NCCL_SHM_DISABLE filtering
   int cudaDevice = -1;               ///< the communicator's CUDA device (-1: none)
+  NetPlugin* net = nullptr;          ///< the plugin network chosen (null: Braid's own TCP)
 };
 
 /// GPU memory a connection holds for device-buffer traffic (transports/p2p); released with it.

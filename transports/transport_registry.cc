@@ -8,6 +8,7 @@ namespace braid {
 Transport* p2pTransport();
 Transport* localTransport();
 Transport* shmTransport();
+Transport* netTransport();
 Transport* tcpTransport();
 
 const std::vector<Transport*>& transportRegistry() {
@@ -15,6 +16,7 @@ const std::vector<Transport*>& transportRegistry() {
       p2pTransport(),    // device slots between GPUs of one host (over local or shm)
       localTransport(),  // same process
       shmTransport(),    // same host
+      netTransport(),    // network, through a plugin (NCCL_NET_PLUGIN, NCCL_NET)
       tcpTransport(),    // network
   };
   return registry;

@@ -13,6 +13,7 @@
 #include "core/unique_id.h"
 #include "device/device_runtime.h"
 #include "patterns/tree.h"
+#include "transports/net/net_loader.h"
 #include "transports/p2p/p2p_transport.h"
 #include "tuner/cost_source.h"
 #include "util/log.h"
@@ -119,6 +120,12 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
 
   PeerInfo me = localPeerInfo(rank);
   describeDevice(cudaDevice, &me);
+  NetPlugin* network = nullptr;
+  BRAID_TRY(selectNetwork(comm->config.netName, &network));
+  if (network) snprintf(me.network, sizeof(me.network), "%s", network->name());
+  BRAID_INFO(kSubsysInit | kSubsysNet, "Using network %s%s%s",
+             network ? network->name() : kInternalNetworkName, network ? " from " : "",
+             network ? network->path().c_str() : "");
   // Rank 0's tuner constants ride along: every rank must rank the algorithms alike.
   TunerWire tuner;
   // (Its core count is filled in after the exchange, from every rank's affinity mask.)
@@ -168,6 +175,7 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   ctx.tcpInlineBytes = comm->config.tcpInlineBytes;
   ctx.allowed = comm->config.transports;
   ctx.cudaDevice = cudaDevice;
+  ctx.net = network;
   const std::vector<int> peers = peersToConnect(comm);
   bool needTcp = false;
   // Pairs connected on first use may need TCP too: the interface is found now, not mid-call.

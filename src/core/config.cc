@@ -30,6 +30,7 @@ ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
       std::clamp<int64_t>(envInt("BRAID_TUNER_ADAPT", 2048), 0, int64_t{1} << 30));
   c.algo = envString("NCCL_ALGO", "");
   c.proto = envString("NCCL_PROTO", "");
+  c.netName = envString("NCCL_NET", "");
   const std::string connect = envString("BRAID_CONNECT", "auto");
   if (connect != "auto" && connect != "all" && connect != "neighbours")
     return fail(ncclInvalidArgument, "BRAID_CONNECT=%s: must be auto, all or neighbours",
@@ -82,6 +83,9 @@ ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
       c.blocking = config->blocking;
     }
     if (config->commName) c.commName = config->commName;
+    if (config->size >= offsetof(ncclConfig_t, netName) + sizeof(config->netName) &&
+        config->netName)
+      c.netName = config->netName;
   }
   *out = c;
   return ncclSuccess;
@@ -97,6 +101,10 @@ std::shared_ptr<OwnedConfig> ownConfig(const ncclConfig_t* config) {
   if (config->commName) {
     owned->commName = config->commName;
     owned->config.commName = owned->commName.c_str();
+  }
+  if (owned->config.netName) {
+    owned->netName = config->netName;
+    owned->config.netName = owned->netName.c_str();
   }
   return owned;
 }

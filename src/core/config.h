@@ -33,6 +33,9 @@ struct CommConfig {
   std::string algo;                     ///< NCCL_ALGO
   std::string proto;                    ///< NCCL_PROTO (Simple; LL is the LowLatency allreduce)
   std::vector<std::string> transports;  ///< allowed transports, empty = all
+  /// NCCL_NET or ncclConfig_t.netName (the config wins): the network across hosts by name, a
+  /// plugin's or "Socket" (Braid's own TCP); empty: the first plugin that loads, else Socket
+  std::string netName;
   /// BRAID_CONNECT: all (every pair at init), neighbours (ring, tree and hierarchical peers
   /// only) or auto (all up to kEagerConnectRanks ranks; beyond, neighbours at init and any other
   /// pair when a send or receive first needs it)
@@ -62,6 +65,7 @@ ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out);
 struct OwnedConfig {
   ncclConfig_t config;
   std::string commName;
+  std::string netName;
   bool present = false;
   const ncclConfig_t* get() const { return present ? &config : nullptr; }
 };

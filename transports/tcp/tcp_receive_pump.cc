@@ -21,7 +21,7 @@ constexpr size_t kReadAheadBytes = 8192;
 }  // namespace
 
 TcpReceivePump::TcpReceivePump(std::vector<int> fds, uint32_t nslots, size_t slotBytes, int peer)
-    : fds_(std::move(fds)), ahead_(fds_.size()), end_("from", peer, nslots, slotBytes) {
+    : fds_(std::move(fds)), ahead_(fds_.size()), end_("TCP", "from", peer, nslots, slotBytes) {
   for (ReadAhead& a : ahead_) a.bytes.resize(kReadAheadBytes);
   filler_.attach(end_.fifo(), nullptr);
 }

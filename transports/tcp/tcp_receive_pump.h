@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "transports/connection_end.h"
 #include "transports/fifo.h"
-#include "transports/tcp/tcp_connection_end.h"
 #include "transports/tcp/tcp_frames.h"
 #include "util/wait.h"
 
@@ -50,7 +50,7 @@ class TcpReceivePump : public SlotPuller, public LivenessCheck {
 
   std::vector<int> fds_;
   std::vector<ReadAhead> ahead_;  ///< per socket (touched only while busy_ is held)
-  TcpConnectionEnd end_;
+  ConnectionEnd end_;
   FifoSender filler_;
   std::atomic_flag busy_;  ///< held by the one thread pulling
   std::atomic<bool> severed_{false};

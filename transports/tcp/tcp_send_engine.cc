@@ -17,7 +17,7 @@ namespace braid {
 
 TcpSendEngine::TcpSendEngine(std::vector<int> fds, uint32_t nslots, size_t slotBytes,
                              size_t inlineBytes, int peer)
-    : fds_(std::move(fds)), end_("to", peer, nslots, slotBytes), inlineBytes_(inlineBytes) {
+    : fds_(std::move(fds)), end_("TCP", "to", peer, nslots, slotBytes), inlineBytes_(inlineBytes) {
   queue_.attach(end_.fifo(), nullptr);
   thread_ = std::thread([this] { run(); });
 }

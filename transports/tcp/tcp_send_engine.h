@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "transports/connection_end.h"
 #include "transports/fifo.h"
-#include "transports/tcp/tcp_connection_end.h"
 #include "transports/tcp/tcp_frames.h"
 #include "util/wait.h"
 
@@ -45,7 +45,7 @@ class TcpSendEngine : public SlotPusher, public LivenessCheck {
   ncclResult_t sendLoop();
 
   std::vector<int> fds_;
-  TcpConnectionEnd end_;
+  ConnectionEnd end_;
   size_t inlineBytes_;
   std::mutex mutex_;  ///< held by whichever thread sends: the poster or the connection's
   FifoReceiver queue_;

@@ -1,11 +1,13 @@
-// What both ends of a TCP connection keep (tcp_receive_pump.h, tcp_send_engine.h): the local FIFO
-// between the rank and the sockets, and the connection's failure, which any thread may check.
+// What both ends of a connection that a proxy fills or drains keep (TCP: tcp_receive_pump.h,
+// tcp_send_engine.h; net plugins: net/net_connection.h): the local FIFO between the rank and the
+// wire, and the connection's failure, which any thread may check.
 #pragma once
 
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "transports/fifo.h"
 #include "util/log.h"
@@ -13,18 +15,20 @@
 
 namespace braid {
 
-class TcpConnectionEnd {
+class ConnectionEnd {
  public:
-  /// `direction` ("to" or "from") and `peer` name the connection in its failure.
-  TcpConnectionEnd(const char* direction, int peer, uint32_t nslots, size_t slotBytes)
-      : direction_(direction), peer_(peer) {
+  /// `transport` (as logs name it: "TCP", "NET/UCX"), `direction` ("to" or "from") and `peer`
+  /// name the connection in its failure.
+  ConnectionEnd(std::string transport, const char* direction, int peer, uint32_t nslots,
+                size_t slotBytes)
+      : transport_(std::move(transport)), direction_(direction), peer_(peer) {
     mem_ = aligned_alloc(4096, fifoBytes(nslots, slotBytes));
     if (!mem_) abort();  // allocation failure at setup: nothing sensible to continue with
     fifo_ = fifoInit(mem_, nslots, slotBytes);
   }
-  ~TcpConnectionEnd() { free(mem_); }
-  TcpConnectionEnd(const TcpConnectionEnd&) = delete;
-  TcpConnectionEnd& operator=(const TcpConnectionEnd&) = delete;
+  ~ConnectionEnd() { free(mem_); }
+  ConnectionEnd(const ConnectionEnd&) = delete;
+  ConnectionEnd& operator=(const ConnectionEnd&) = delete;
 
   FifoControl* fifo() const { return fifo_; }
   int peer() const { return peer_; }
@@ -37,8 +41,8 @@ class TcpConnectionEnd {
       reason_ = lastError();
     }
     failed_.store(true);
-    BRAID_INFO(kSubsysNet, "tcp: connection %s rank %d failed: %s", direction_, peer_,
-               lastError().c_str());
+    BRAID_INFO(kSubsysNet, "%s: connection %s rank %d failed: %s", transport_.c_str(), direction_,
+               peer_, lastError().c_str());
     fifo_->closed.store(1);
     futexWakeAll(&fifo_->head);
     futexWakeAll(&fifo_->tail);
@@ -47,11 +51,12 @@ class TcpConnectionEnd {
   ncclResult_t check() {
     if (!failed_.load()) return ncclSuccess;
     std::lock_guard<std::mutex> lock(mutex_);
-    return fail(ncclRemoteError, "TCP connection %s rank %d failed: %s", direction_, peer_,
-                reason_.c_str());
+    return fail(ncclRemoteError, "%s connection %s rank %d failed: %s", transport_.c_str(),
+                direction_, peer_, reason_.c_str());
   }
 
  private:
+  std::string transport_;
   const char* direction_;
   int peer_;
   void* mem_ = nullptr;

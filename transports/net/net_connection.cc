@@ -1,0 +1,357 @@
+#include "transports/net/net_connection.h"
+
+#include <sched.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/status.h"
+
+namespace braid {
+namespace {
+
+constexpr int kNetTag = 0x4272;  // one stream per connection: the tag only has to match
+constexpr int kYieldsBeforeSleep = 64;
+constexpr auto kPollSleep = std::chrono::microseconds(20);
+
+std::string label(const NetPlugin* net) {
+  return std::string("NET/") + net->name();
+}
+
+// Tests one request of a slot; a finished request is freed by the plugin and forgotten here.
+ncclResult_t testOne(NetPlugin* net, void** request, bool* done, int* bytes) {
+  if (*done || !*request) return ncclSuccess;
+  int finished = 0, size = 0;
+  if (ncclResult_t r = net->test(*request, &finished, &size); r != ncclSuccess)
+    return fail(r, "the plugin's test returned %s", ncclGetErrorString(r));
+  if (finished) {
+    *done = true;
+    *request = nullptr;
+    if (bytes) *bytes = size;
+  }
+  return ncclSuccess;
+}
+
+// Waits for a non-blocking connect or accept: `step` returns true once done.
+template <class Step>
+ncclResult_t untilConnected(const char* what, int peer, double timeoutS,
+                            const std::atomic<uint32_t>* abort, const std::atomic<uint32_t>* stop,
+                            Step step) {
+  Deadline deadline = Deadline::after(timeoutS);
+  for (int round = 0;; round++) {
+    bool done = false;
+    BRAID_TRY(step(&done));
+    if (done) return ncclSuccess;
+    if ((abort && abort->load()) || (stop && stop->load()))
+      return fail(ncclInternalError, "%s rank %d: abandoned (communicator aborted or closed)", what,
+                  peer);
+    if (deadline.expired())
+      return fail(ncclRemoteError, "%s rank %d: not connected after %g s (BRAID_TIMEOUT_S)", what,
+                  peer, timeoutS);
+    if (round < kYieldsBeforeSleep)
+      sched_yield();
+    else
+      std::this_thread::sleep_for(kPollSleep);
+  }
+}
+
+}  // namespace
+
+// ---- sending end ----
+
+NetSendEngine::NetSendEngine(NetPlugin* net, int dev, const void* handle, uint32_t nslots,
+                             size_t slotBytes, int peer, double timeoutS,
+                             const std::atomic<uint32_t>* abort)
+    : net_(net),
+      dev_(dev),
+      timeoutS_(timeoutS),
+      abort_(abort),
+      end_(label(net), "to", peer, nslots, slotBytes),
+      headers_(nslots) {
+  memcpy(handle_, handle, sizeof(handle_));
+  queue_.attach(end_.fifo(), nullptr);
+  thread_ = std::thread([this] { run(); });
+}
+
+NetSendEngine::~NetSendEngine() {
+  sever();
+  if (comm_) {
+    if (fifoMr_) net_->deregMr(comm_, fifoMr_);
+    if (headerMr_) net_->deregMr(comm_, headerMr_);
+    net_->closeSend(comm_);
+  }
+}
+
+void NetSendEngine::sever() {
+  stop_.store(1);
+  end_.fifo()->closed.store(1);
+  futexWakeAll(&end_.fifo()->head);
+  futexWakeAll(&end_.fifo()->tail);
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mutex_);  // a poster in the plugin right now finishes first
+}
+
+ncclResult_t NetSendEngine::connect() {
+  void* comm = nullptr;
+  const std::string what = label(net_) + " connect to";
+  BRAID_TRY(untilConnected(what.c_str(), end_.peer(), timeoutS_, abort_, &stop_, [&](bool* done) {
+    if (ncclResult_t r = net_->connect(dev_, handle_, &comm); r != ncclSuccess)
+      return fail(r, "%s rank %d: the plugin's connect returned %s", what.c_str(), end_.peer(),
+                  ncclGetErrorString(r));
+    *done = comm != nullptr;
+    return ncclSuccess;
+  }));
+  std::lock_guard<std::mutex> lock(mutex_);
+  comm_ = comm;
+  FifoControl* c = end_.fifo();
+  if (ncclResult_t r = net_->regMr(comm_, c, fifoBytes(c->nslots, c->slotBytes), &fifoMr_);
+      r != ncclSuccess)
+    return fail(r, "%s: regMr of the FIFO (to rank %d) returned %s", label(net_).c_str(),
+                end_.peer(), ncclGetErrorString(r));
+  if (ncclResult_t r =
+          net_->regMr(comm_, headers_.data(), headers_.size() * sizeof(NetHeader), &headerMr_);
+      r != ncclSuccess)
+    return fail(r, "%s: regMr of the headers (to rank %d) returned %s", label(net_).c_str(),
+                end_.peer(), ncclGetErrorString(r));
+  connected_.store(true);
+  return ncclSuccess;
+}
+
+ncclResult_t NetSendEngine::progressLocked(bool* busy) {
+  FifoControl* c = end_.fifo();
+  const uint32_t nslots = c->nslots;
+  const uint32_t head = c->head.load(std::memory_order_acquire);
+  uint32_t released = queue_.position();
+  while (issued_ != head && issued_ - released < kNetSlotsInFlight && !stop_.load()) {
+    const uint32_t k = issued_ % nslots;
+    NetSlotRequests& s = inFlight_[k];
+    if (!headerIssued_) {
+      s = NetSlotRequests{};
+      headers_[k].info = c->info[k];
+      if (ncclResult_t r =
+              net_->isend(comm_, &headers_[k], sizeof(NetHeader), kNetTag, headerMr_, &s.header);
+          r != ncclSuccess)
+        return fail(r, "%s: isend to rank %d returned %s", label(net_).c_str(), end_.peer(),
+                    ncclGetErrorString(r));
+      if (!s.header) break;  // the plugin cannot take it now
+      headerIssued_ = true;
+    }
+    char* slot = fifoSlots(c) + static_cast<size_t>(k) * c->slotBytes;
+    if (ncclResult_t r =
+            net_->isend(comm_, slot, headers_[k].info.bytes, kNetTag, fifoMr_, &s.payload);
+        r != ncclSuccess)
+      return fail(r, "%s: isend to rank %d returned %s", label(net_).c_str(), end_.peer(),
+                  ncclGetErrorString(r));
+    if (!s.payload) break;
+    headerIssued_ = false;
+    issued_++;
+  }
+  const uint32_t end = issued_ + (headerIssued_ ? 1 : 0);
+  for (uint32_t p = released; p != end; p++) {
+    NetSlotRequests& s = inFlight_[p % nslots];
+    if (testOne(net_, &s.header, &s.headerDone, nullptr) != ncclSuccess ||
+        testOne(net_, &s.payload, &s.payloadDone, nullptr) != ncclSuccess)
+      return addContext(ncclRemoteError, "%s: sending to rank %d", label(net_).c_str(),
+                        end_.peer());
+  }
+  while (released != issued_ && inFlight_[released % nslots].headerDone &&
+         inFlight_[released % nslots].payloadDone) {
+    queue_.release();
+    released++;
+  }
+  *busy = released != head;
+  return ncclSuccess;
+}
+
+void NetSendEngine::pushPosted(const SlotInfo&) {
+  FifoControl* c = end_.fifo();
+  if (connected_.load(std::memory_order_acquire) && !stop_.load() && !end_.failed() &&
+      mutex_.try_lock()) {
+    bool busy = false;
+    const ncclResult_t r = progressLocked(&busy);
+    mutex_.unlock();
+    if (r != ncclSuccess) {
+      end_.markFailed();
+      return;
+    }
+  }
+  // The thread tests what is in flight until it completes.
+  notify(WakeWord{&c->head, &c->headSleepers});
+}
+
+void NetSendEngine::run() {
+  if (connect() != ncclSuccess) {
+    if (!stop_.load()) end_.markFailed();
+    return;
+  }
+  FifoControl* c = end_.fifo();
+  WaitPolicy policy{64, 0, &stop_};
+  int idleRounds = 0;
+  while (!stop_.load()) {
+    auto ready = [c, this] {
+      return c->head.load() != c->tail.load() || c->closed.load() != 0 || stop_.load() != 0;
+    };
+    if (waitUntil(policy, WakeWord{&c->head, &c->headSleepers}, ready, nullptr,
+                  "waiting for a slot to send") != ncclSuccess ||
+        stop_.load())
+      return;
+    bool busy = false;
+    ncclResult_t r;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      r = progressLocked(&busy);
+    }
+    if (r != ncclSuccess) {
+      if (!stop_.load()) end_.markFailed();
+      return;
+    }
+    // Requests in flight: poll them, yielding the core, then in short sleeps.
+    idleRounds = busy ? idleRounds + 1 : 0;
+    if (idleRounds > kYieldsBeforeSleep)
+      std::this_thread::sleep_for(kPollSleep);
+    else if (busy)
+      sched_yield();
+  }
+}
+
+void NetSendEngine::drain(double seconds, const std::atomic<uint32_t>* abort) {
+  // As TCP's (tcp_send_engine.cc): slots of a call that returned must still reach the peer; an
+  // abort only shortens the wait to a grace period.
+  constexpr double kAbortGraceS = 0.1;
+  Deadline deadline = Deadline::after(seconds);
+  Deadline grace;
+  bool aborting = false;
+  FifoControl* c = end_.fifo();
+  while (!end_.failed() && !stop_.load() && c->tail.load() != c->head.load() &&
+         !deadline.expired()) {
+    if (!aborting && abort && abort->load()) {
+      aborting = true;
+      grace = Deadline::after(kAbortGraceS);
+    }
+    if (aborting && grace.expired()) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+// ---- receiving end ----
+
+NetReceivePump::NetReceivePump(NetPlugin* net, void* listenComm, uint32_t nslots, size_t slotBytes,
+                               int peer)
+    : net_(net),
+      listenComm_(listenComm),
+      end_(label(net), "from", peer, nslots, slotBytes),
+      headers_(nslots) {
+  filler_.attach(end_.fifo(), nullptr);
+}
+
+NetReceivePump::~NetReceivePump() {
+  sever();
+  if (comm_) {
+    if (fifoMr_) net_->deregMr(comm_, fifoMr_);
+    if (headerMr_) net_->deregMr(comm_, headerMr_);
+    net_->closeRecv(comm_);
+  }
+  if (listenComm_) net_->closeListen(listenComm_);
+}
+
+ncclResult_t NetReceivePump::accept(double timeoutS, const std::atomic<uint32_t>* abort) {
+  void* comm = nullptr;
+  const std::string what = label(net_) + " accept from";
+  BRAID_TRY(untilConnected(what.c_str(), end_.peer(), timeoutS, abort, nullptr, [&](bool* done) {
+    if (ncclResult_t r = net_->accept(listenComm_, &comm); r != ncclSuccess)
+      return fail(r, "%s rank %d: the plugin's accept returned %s", what.c_str(), end_.peer(),
+                  ncclGetErrorString(r));
+    *done = comm != nullptr;
+    return ncclSuccess;
+  }));
+  comm_ = comm;
+  net_->closeListen(listenComm_);
+  listenComm_ = nullptr;
+  FifoControl* c = end_.fifo();
+  if (ncclResult_t r = net_->regMr(comm_, c, fifoBytes(c->nslots, c->slotBytes), &fifoMr_);
+      r != ncclSuccess)
+    return fail(r, "%s: regMr of the FIFO (from rank %d) returned %s", label(net_).c_str(),
+                end_.peer(), ncclGetErrorString(r));
+  if (ncclResult_t r =
+          net_->regMr(comm_, headers_.data(), headers_.size() * sizeof(NetHeader), &headerMr_);
+      r != ncclSuccess)
+    return fail(r, "%s: regMr of the headers (from rank %d) returned %s", label(net_).c_str(),
+                end_.peer(), ncclGetErrorString(r));
+  return ncclSuccess;
+}
+
+void NetReceivePump::sever() {
+  severed_.store(true);
+  end_.fifo()->closed.store(1);
+  futexWakeAll(&end_.fifo()->head);
+  while (busy_.test_and_set(std::memory_order_acquire)) sched_yield();
+  busy_.clear(std::memory_order_release);
+}
+
+void NetReceivePump::pull() {
+  if (!comm_ || end_.failed() || severed_.load(std::memory_order_relaxed)) return;
+  if (busy_.test_and_set(std::memory_order_acquire)) return;  // another thread is pulling
+  if (!severed_.load(std::memory_order_relaxed) && pullLocked() != ncclSuccess && !severed_.load())
+    end_.markFailed();
+  busy_.clear(std::memory_order_release);
+}
+
+void NetReceivePump::sleepFor(int64_t ns) {
+  // The plugin has no descriptor to sleep on: a short nap, then the waiter pulls again.
+  std::this_thread::sleep_for(
+      std::min(std::chrono::nanoseconds(ns), std::chrono::nanoseconds(kPollSleep)));
+}
+
+ncclResult_t NetReceivePump::pullLocked() {
+  FifoControl* c = end_.fifo();
+  const uint32_t nslots = c->nslots;
+  const uint32_t tail = c->tail.load(std::memory_order_acquire);
+  while (posted_ - tail < nslots && posted_ - published_ < kNetSlotsInFlight) {
+    const uint32_t k = posted_ % nslots;
+    NetSlotRequests& s = inFlight_[k];
+    if (!headerPosted_) {
+      s = NetSlotRequests{};
+      if (ncclResult_t r =
+              net_->irecv(comm_, &headers_[k], sizeof(NetHeader), kNetTag, headerMr_, &s.header);
+          r != ncclSuccess)
+        return fail(r, "%s: irecv from rank %d returned %s", label(net_).c_str(), end_.peer(),
+                    ncclGetErrorString(r));
+      if (!s.header) break;
+      headerPosted_ = true;
+    }
+    char* slot = fifoSlots(c) + static_cast<size_t>(k) * c->slotBytes;
+    if (ncclResult_t r = net_->irecv(comm_, slot, c->slotBytes, kNetTag, fifoMr_, &s.payload);
+        r != ncclSuccess)
+      return fail(r, "%s: irecv from rank %d returned %s", label(net_).c_str(), end_.peer(),
+                  ncclGetErrorString(r));
+    if (!s.payload) break;
+    headerPosted_ = false;
+    posted_++;
+  }
+  const uint32_t end = posted_ + (headerPosted_ ? 1 : 0);
+  for (uint32_t p = published_; p != end; p++) {
+    NetSlotRequests& s = inFlight_[p % nslots];
+    if (testOne(net_, &s.header, &s.headerDone, nullptr) != ncclSuccess ||
+        testOne(net_, &s.payload, &s.payloadDone, &s.payloadBytes) != ncclSuccess)
+      return addContext(ncclRemoteError, "%s: receiving from rank %d", label(net_).c_str(),
+                        end_.peer());
+  }
+  while (published_ != posted_ && inFlight_[published_ % nslots].headerDone &&
+         inFlight_[published_ % nslots].payloadDone) {
+    const uint32_t k = published_ % nslots;
+    const SlotInfo& info = headers_[k].info;
+    if (info.bytes > c->slotBytes || static_cast<int>(info.bytes) != inFlight_[k].payloadBytes)
+      return fail(ncclRemoteError, "%s: slot %u from rank %d: its header says %u bytes, %d arrived",
+                  label(net_).c_str(), published_, end_.peer(), info.bytes,
+                  inFlight_[k].payloadBytes);
+    void* slot = nullptr;
+    if (!filler_.tryAcquire(&slot)) break;  // (cannot happen: receives go to free slots only)
+    filler_.post(info);
+    published_++;
+  }
+  return ncclSuccess;
+}
+
+}  // namespace braid
