@@ -251,7 +251,8 @@ ncclResult_t selectNetwork(const std::string& requested, NetPlugin** plugin) {
     *plugin = p;
     return ncclSuccess;
   }
-  return fail(ncclInvalidArgument, "NCCL_NET=%s: no such network (Braid's own: %s; plugins: %s)%s",
+  return fail(ncclInvalidArgument, "network \"%s\" (NCCL_NET or ncclConfig_t.netName): not found (Braid's own: %s; "
+              "plugins: %s)%s",
               requested.c_str(), kInternalNetworkName, reportLocked(reg).c_str(),
               strcasecmp(requested.c_str(), "IB") == 0
                   ? "; Braid has no InfiniBand transport of its own: NCCL_NET=UCX runs over "
