@@ -79,7 +79,9 @@ void exactAllReduce(RankContext& ctx) {
   ncclCommDestroy(comm);
 }
 
-void PrintTo(const Broken& b, std::ostream* os) { *os << b.name; }
+void PrintTo(const Broken& b, std::ostream* os) {
+  *os << b.name;
+}
 
 class BrokenPlugin : public ::testing::TestWithParam<Broken> {};
 
@@ -100,7 +102,8 @@ TEST_P(BrokenPlugin, IsReportedAndPassedOverForTheOwnTcp) {
   ASSERT_EQ(logs.size(), 2u) << "one log per rank in " << dir;
   for (const std::string& log : logs) {
     EXPECT_NE(log.find(std::string("NET/Plugin: ") + b.path), std::string::npos) << log;
-    for (const std::string& reason : b.reasons) EXPECT_NE(log.find(reason), std::string::npos) << log;
+    for (const std::string& reason : b.reasons)
+      EXPECT_NE(log.find(reason), std::string::npos) << log;
     EXPECT_NE(log.find("Using network Socket"), std::string::npos) << log;
   }
   std::system(("rm -rf " + dir).c_str());

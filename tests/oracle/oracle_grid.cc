@@ -11,7 +11,7 @@ constexpr int kMaxNamespaces = 3;
 }  // namespace
 
 void runGridPoint(test::RankShape shape, const GridPoint& p, const std::vector<OracleCase>& cases,
-                  size_t slotBytes, double timeoutS) {
+                  size_t slotBytes, double timeoutS, const Env& extraEnv) {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
   OracleRun run;
   run.cases = cases;
@@ -22,13 +22,14 @@ void runGridPoint(test::RankShape shape, const GridPoint& p, const std::vector<O
   run.registration = p.registration;
   // More ranks than namespaces: ranks sharing a namespace talk over shared memory.
   const bool mixed = shape == test::RankShape::kNamespaces && p.nranks > kMaxNamespaces;
-  if (mixed) run.transports = {"shm", "tcp"};
+  if (mixed) run.transports = {"shm", std::string(p.transport)};
   auto rankFn = [&](test::RankContext& ctx) { runOracleRank(ctx, run); };
   test::RunReport report;
   if (shape == test::RankShape::kNamespaces) {
     // Namespaces are separate hosts: every connection is TCP whatever BRAID_TRANSPORTS says.
     test::NamespaceOptions options;
     options.env = oracleEnv(p.algo, "", slotBytes);
+    options.env.insert(options.env.end(), extraEnv.begin(), extraEnv.end());
     if (p.registration != Registration::kNone)
       options.env.push_back({"BRAID_ZERO_COPY_MIN_BYTES", "1"});
     options.timeoutS = timeoutS;
@@ -39,6 +40,7 @@ void runGridPoint(test::RankShape shape, const GridPoint& p, const std::vector<O
   } else {
     test::RunOptions options;
     options.env = oracleEnv(p.algo, p.transport, slotBytes);
+    options.env.insert(options.env.end(), extraEnv.begin(), extraEnv.end());
     if (p.registration != Registration::kNone)
       options.env.push_back({"BRAID_ZERO_COPY_MIN_BYTES", "1"});
     options.timeoutS = timeoutS;
@@ -51,7 +53,7 @@ void runGridPoint(test::RankShape shape, const GridPoint& p, const std::vector<O
     std::string all;
     for (const std::string& used : report.valuesOf("transports")) all += used + ",";
     EXPECT_NE(all.find("shm"), std::string::npos) << all;
-    EXPECT_NE(all.find("tcp"), std::string::npos) << all;
+    EXPECT_NE(all.find(p.transport), std::string::npos) << all;
   }
 }
 

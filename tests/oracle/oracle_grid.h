@@ -6,6 +6,7 @@
 
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "oracle/oracle_matrix.h"
@@ -33,9 +34,13 @@ inline std::string gridName(const ::testing::TestParamInfo<GridPoint>& info) {
          kRegistration[static_cast<int>(info.param.registration)];
 }
 
+using Env = std::vector<std::pair<std::string, std::string>>;
+
 /// Runs `cases` at grid point `p` in the given shape and checks every rank's every element,
 /// and that all ranks hold the same output bits. The seed comes from the test's name.
+/// Between namespaces every connection is TCP, or `p.transport` when it is a network's ("net",
+/// chosen by `extraEnv`: NCCL_NET_PLUGIN...); `extraEnv` is added to every rank's environment.
 void runGridPoint(test::RankShape shape, const GridPoint& p, const std::vector<OracleCase>& cases,
-                  size_t slotBytes = kSlotBytes, double timeoutS = 240);
+                  size_t slotBytes = kSlotBytes, double timeoutS = 240, const Env& extraEnv = {});
 
 }  // namespace braid::oracle

@@ -29,8 +29,7 @@ struct Attempt {
 
 struct Registry {
   std::mutex mutex;
-  bool loaded = false;
-  std::vector<Attempt> attempts;
+  std::vector<Attempt> attempts;  ///< every plugin name tried in this process, once each
 };
 
 Registry& registry() {
@@ -196,18 +195,20 @@ void tryLoad(Registry& reg, const std::string& name, bool quietIfMissing) {
     BRAID_WARN("NET/Plugin: %s: %s; using the next network", name.c_str(), a.outcome.c_str());
 }
 
-void loadConfigured(Registry& reg) {
-  if (reg.loaded) return;
-  reg.loaded = true;
+// The plugin names NCCL_NET_PLUGIN gives now, each loaded on first sight (a process that changes
+// it between communicators gets the new plugin; NCCL reads it once).
+std::vector<std::string> configuredNames(Registry& reg) {
+  std::vector<std::string> names;
   const char* env = getenv("NCCL_NET_PLUGIN");
   if (!env) {
-    tryLoad(reg, "libnccl-net.so", /*quietIfMissing=*/true);
-    return;
+    names = {"libnccl-net.so"};
+  } else if (strcasecmp(env, "none") != 0) {
+    std::stringstream list(env);
+    for (std::string name; std::getline(list, name, ',');)
+      if (!name.empty()) names.push_back(name);
   }
-  if (strcasecmp(env, "none") == 0) return;
-  std::stringstream list(env);
-  for (std::string name; std::getline(list, name, ',');)
-    if (!name.empty()) tryLoad(reg, name, /*quietIfMissing=*/false);
+  for (const std::string& name : names) tryLoad(reg, name, /*quietIfMissing=*/!env);
+  return names;
 }
 
 NetPlugin* findByName(Registry& reg, const std::string& network) {
@@ -229,13 +230,14 @@ ncclResult_t selectNetwork(const std::string& requested, NetPlugin** plugin) {
   *plugin = nullptr;
   Registry& reg = registry();
   std::lock_guard<std::mutex> lock(reg.mutex);
-  loadConfigured(reg);
+  const std::vector<std::string> names = configuredNames(reg);
   if (requested.empty()) {
-    for (Attempt& a : reg.attempts)
-      if (a.plugin) {
-        *plugin = a.plugin.get();
-        return ncclSuccess;
-      }
+    for (const std::string& name : names)
+      for (Attempt& a : reg.attempts)
+        if (a.name == name && a.plugin) {
+          *plugin = a.plugin.get();
+          return ncclSuccess;
+        }
     return ncclSuccess;  // Braid's own TCP
   }
   if (strcasecmp(requested.c_str(), kInternalNetworkName) == 0) return ncclSuccess;
@@ -251,7 +253,8 @@ ncclResult_t selectNetwork(const std::string& requested, NetPlugin** plugin) {
     *plugin = p;
     return ncclSuccess;
   }
-  return fail(ncclInvalidArgument, "network \"%s\" (NCCL_NET or ncclConfig_t.netName): not found (Braid's own: %s; "
+  return fail(ncclInvalidArgument,
+              "network \"%s\" (NCCL_NET or ncclConfig_t.netName): not found (Braid's own: %s; "
               "plugins: %s)%s",
               requested.c_str(), kInternalNetworkName, reportLocked(reg).c_str(),
               strcasecmp(requested.c_str(), "IB") == 0

@@ -1,7 +1,8 @@
 // Finding the network a communicator crosses hosts with, as NCCL does: the plugin libraries
 // NCCL_NET_PLUGIN names (a comma-separated list; a name X means libnccl-net-X.so, a path or a
 // lib*.so name is opened as given; "none": no plugin; unset: libnccl-net.so if there is one),
-// each loaded once per process at the newest interface version it exports (v11 down to v8), then
+// each loaded once per process, on first sight (NCCL_NET_PLUGIN is read at every communicator's
+// init, NCCL's only at the first), at the newest interface version it exports (v11 to v8), then
 // Braid's own TCP, whose network name is "Socket" as NCCL's. NCCL_NET (or ncclConfig_t.netName)
 // picks a network by name; without it the first plugin that initialised with a device wins.
 #pragma once
