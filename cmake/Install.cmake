@@ -12,6 +12,10 @@ install(TARGETS braid braid_headers EXPORT BraidTargets
 if(TARGET braid_gradsync)
   install(TARGETS braid_gradsync EXPORT BraidTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
+# The UCX net plugin beside libnccl.so, where the loader looks (docs/networks.md).
+if(TARGET nccl-net-ucx)
+  install(TARGETS nccl-net-ucx LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(CODE "
   execute_process(COMMAND \${CMAKE_COMMAND} -E create_symlink libbraid.so.${PROJECT_VERSION_MAJOR}
