@@ -81,7 +81,7 @@ TEST_P(AbortFromAnotherThread, BlockedCallsEndWithinOneSecond) {
 
 INSTANTIATE_TEST_SUITE_P(Fault, AbortFromAnotherThread, ::testing::Values(Wire::kShm, Wire::kTcp),
                          [](const ::testing::TestParamInfo<Wire>& info) {
-                           return std::string(info.param == Wire::kShm ? "shm" : "tcp");
+                           return std::string(wireTag(info.param));
                          });
 
 }  // namespace

@@ -39,7 +39,21 @@ std::string shorten(const std::string& text, size_t max) {
 }  // namespace
 
 const char* wireName(Wire wire) {
-  return wire == Wire::kShm ? "shm (processes)" : "tcp (netns)";
+  return wire == Wire::kShm   ? "shm (processes)"
+         : wire == Wire::kTcp ? "tcp (netns)"
+                              : "net/UCX (netns)";
+}
+
+const char* wireTag(Wire wire) {
+  return wire == Wire::kShm ? "shm" : wire == Wire::kTcp ? "tcp" : "net";
+}
+
+std::string wireUnavailableReason(Wire wire) {
+  if (wire == Wire::kShm) return "";
+#ifndef BRAID_FAULT_UCX_PLUGIN
+  if (wire == Wire::kNet) return "the UCX net plugin is not built here (libucx-dev)";
+#endif
+  return test::namespacesUnavailableReason();
 }
 
 double now() {
@@ -83,8 +97,16 @@ test::RunReport runFaultRanks(Wire wire, int nranks, const test::RankFn& fn,
   if (wire == Wire::kShm) {
     env.push_back({"BRAID_TRANSPORTS", "shm"});
     env.push_back({"NCCL_SOCKET_IFNAME", "lo"});
-  } else {
+  } else if (wire == Wire::kTcp) {
     env.push_back({"BRAID_TRANSPORTS", "tcp"});
+  } else {
+#ifdef BRAID_FAULT_UCX_PLUGIN
+    env.push_back({"NCCL_NET_PLUGIN", BRAID_FAULT_UCX_PLUGIN});
+#endif
+    env.push_back({"NCCL_NET", "UCX"});
+    env.push_back({"BRAID_TRANSPORTS", "net"});
+    env.push_back({"UCX_TLS", "tcp"});
+    env.push_back({"UCX_NET_DEVICES", "eth0"});
   }
   env.insert(env.end(), options.env.begin(), options.env.end());
   if (wire == Wire::kShm) {

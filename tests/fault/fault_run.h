@@ -22,8 +22,12 @@ namespace braid::fault {
 enum class Wire {
   kShm,  ///< forked processes on this host, shared memory between them
   kTcp,  ///< processes in two network namespaces, TCP between every pair
+  kNet,  ///< processes in two network namespaces, the UCX net plugin (over UCX's TCP) between
+         ///< every pair (built where UCX is: transports/net/ucx)
 };
 const char* wireName(Wire wire);
+/// A short name for test names: shm, tcp, net.
+const char* wireTag(Wire wire);
 
 /// Seconds since an arbitrary fixed point (monotonic).
 double now();
@@ -32,7 +36,7 @@ struct FaultOptions {
   double timeoutS = 8;  ///< BRAID_TIMEOUT_S of the ranks
   double limitS = 90;   ///< the harness kills whatever still runs after this (a hang)
   std::vector<std::pair<std::string, std::string>> env;  ///< on top of the suite's defaults
-  /// Only for kTcp: run on a parent thread once the ranks started / before they start.
+  /// Only for kTcp and kNet: run on a parent thread once the ranks started / before they start.
   std::function<void(test::NetworkControl&)> duringRun;
   std::function<void(test::NetworkControl&)> beforeRun;
 };
@@ -43,13 +47,15 @@ test::RunReport runFaultRanks(Wire wire, int nranks, const test::RankFn& fn,
                               const FaultOptions& options);
 /// True in a process started by runFaultRanks to be one rank (namespace runs re-enter the test).
 bool isRankChild();
-/// Skips the test when `wire` cannot run here (namespaces need root).
-#define BRAID_FAULT_SKIP_UNLESS_AVAILABLE(wire)                                       \
-  do {                                                                                \
-    if ((wire) == ::braid::fault::Wire::kTcp && !::braid::test::isNamespaceChild()) { \
-      std::string reason_ = ::braid::test::namespacesUnavailableReason();             \
-      if (!reason_.empty()) GTEST_SKIP() << reason_;                                  \
-    }                                                                                 \
+/// Empty when `wire` can run here; otherwise why not (namespaces need root, net needs UCX).
+std::string wireUnavailableReason(Wire wire);
+/// Skips the test when `wire` cannot run here.
+#define BRAID_FAULT_SKIP_UNLESS_AVAILABLE(wire)                          \
+  do {                                                                   \
+    if (!::braid::test::isNamespaceChild()) {                            \
+      std::string reason_ = ::braid::fault::wireUnavailableReason(wire); \
+      if (!reason_.empty()) GTEST_SKIP() << reason_;                     \
+    }                                                                    \
   } while (0)
 
 // --- Rank side ---------------------------------------------------------------------------------

@@ -139,7 +139,7 @@ std::vector<MismatchCase> cases() {
 
 INSTANTIATE_TEST_SUITE_P(Fault, Mismatch, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<MismatchCase>& info) {
-                           return std::string(info.param.wire == Wire::kShm ? "shm" : "tcp") + "_" +
+                           return std::string(wireTag(info.param.wire)) + "_" +
                                   disagreements()[info.param.which].name;
                          });
 

@@ -12,8 +12,7 @@ namespace {
 
 using test::RankContext;
 
-TEST(Network, LinkDownMidRunFailsEveryRankWithinTheDeadline) {
-  BRAID_FAULT_SKIP_UNLESS_AVAILABLE(Wire::kTcp);
+void linkDownMidRun(Wire wire) {
   // The calls after the first wait at most this long; init and the first call keep the suite's
   // BRAID_TIMEOUT_S, so that only the cut can end the run.
   constexpr double kTimeoutS = 0.5;
@@ -23,15 +22,25 @@ TEST(Network, LinkDownMidRunFailsEveryRankWithinTheDeadline) {
     net.setConnected(1, false);
   };
   test::RunReport report = runFaultRanks(
-      Wire::kTcp, 4,
-      [](RankContext& ctx) { reduceUntilFailure(ctx, 1, 65536, 65536, 40, kTimeoutS); }, options);
+      wire, 4, [](RankContext& ctx) { reduceUntilFailure(ctx, 1, 65536, 65536, 40, kTimeoutS); },
+      options);
   if (isRankChild()) return;
   Verdict v;
   v.ranks.assign(4, Expect::kError);
   v.maxErrorS = kTimeoutS;
   v.failedIn = "allreduce";
-  judge("link down mid-run (`ip link set` host 1 down)", Wire::kTcp, report, "", v,
+  judge("link down mid-run (`ip link set` host 1 down)", wire, report, "", v,
         "ranks 1, 3 on host 1");
+}
+
+TEST(Network, LinkDownMidRunFailsEveryRankWithinTheDeadline) {
+  BRAID_FAULT_SKIP_UNLESS_AVAILABLE(Wire::kTcp);
+  linkDownMidRun(Wire::kTcp);
+}
+
+TEST(Network, LinkDownMidRunOverUcxFailsEveryRankWithinTheDeadline) {
+  BRAID_FAULT_SKIP_UNLESS_AVAILABLE(Wire::kNet);
+  linkDownMidRun(Wire::kNet);
 }
 
 // Set in the parent by beforeRun: which impairment the kernel accepted.

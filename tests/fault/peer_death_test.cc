@@ -118,6 +118,9 @@ std::vector<Death> deaths() {
         for (int victim : {0, n / 2, n - 1})
           for (Moment m : {Moment::kInit, Moment::kBetweenOps, Moment::kMidAllReduce})
             out.push_back({wire, n, victim, m, algo});
+  // Over the UCX net plugin: a middle rank killed between and inside allreduces.
+  for (Moment m : {Moment::kBetweenOps, Moment::kMidAllReduce})
+    out.push_back({Wire::kNet, 4, 2, m, "Ring"});
   return out;
 }
 
@@ -127,9 +130,9 @@ INSTANTIATE_TEST_SUITE_P(Fault, KillRank, ::testing::ValuesIn(deaths()),
                            const char* moment = d.moment == Moment::kInit         ? "Init"
                                                 : d.moment == Moment::kBetweenOps ? "Between"
                                                                                   : "Mid";
-                           return std::string(d.wire == Wire::kShm ? "shm" : "tcp") + "_" +
-                                  std::to_string(d.nranks) + "ranks_" + d.algo + "_victim" +
-                                  std::to_string(d.victim) + "_" + moment;
+                           return std::string(wireTag(d.wire)) + "_" + std::to_string(d.nranks) +
+                                  "ranks_" + d.algo + "_victim" + std::to_string(d.victim) + "_" +
+                                  moment;
                          });
 
 // --- A rank that stops calling -----------------------------------------------------------------
@@ -174,9 +177,9 @@ TEST_P(StopCalling, OthersFailAtTheDeadline) {
   judge("middle rank stops calling", wire, report, leftoverShm(before), v, "calls' deadline 0.5 s");
 }
 
-INSTANTIATE_TEST_SUITE_P(Fault, StopCalling, ::testing::Values(Wire::kShm, Wire::kTcp),
+INSTANTIATE_TEST_SUITE_P(Fault, StopCalling, ::testing::Values(Wire::kShm, Wire::kTcp, Wire::kNet),
                          [](const ::testing::TestParamInfo<Wire>& info) {
-                           return std::string(info.param == Wire::kShm ? "shm" : "tcp");
+                           return std::string(wireTag(info.param));
                          });
 
 }  // namespace

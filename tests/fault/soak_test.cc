@@ -11,8 +11,8 @@
 #include <fstream>
 #include <random>
 
-#include "fault/fault_run.h"
 #include "braid/datatypes.h"
+#include "fault/fault_run.h"
 #include "verifiable/element_codec.h"
 #include "verifiable/exact_inputs.h"
 

@@ -152,7 +152,7 @@ TEST_P(Strangers, RanksFormTheCommunicatorAnyway) {
 
 INSTANTIATE_TEST_SUITE_P(Fault, Strangers, ::testing::Values(Wire::kShm, Wire::kTcp),
                          [](const ::testing::TestParamInfo<Wire>& info) {
-                           return std::string(info.param == Wire::kShm ? "shm" : "tcp");
+                           return std::string(wireTag(info.param));
                          });
 
 }  // namespace

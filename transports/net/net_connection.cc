@@ -24,8 +24,10 @@ std::string label(const NetPlugin* net) {
 ncclResult_t testOne(NetPlugin* net, void** request, bool* done, int* bytes) {
   if (*done || !*request) return ncclSuccess;
   int finished = 0, size = 0;
-  if (ncclResult_t r = net->test(*request, &finished, &size); r != ncclSuccess)
+  if (ncclResult_t r = net->test(*request, &finished, &size); r != ncclSuccess) {
+    *request = nullptr;  // a failed request may be gone: never touched again
     return fail(r, "the plugin's test returned %s", ncclGetErrorString(r));
+  }
   if (finished) {
     *done = true;
     *request = nullptr;
@@ -120,6 +122,9 @@ ncclResult_t NetSendEngine::connect() {
 }
 
 ncclResult_t NetSendEngine::progressLocked(bool* busy) {
+  // After a failure the plugin's state for this connection is not to be trusted (a failed
+  // request may be freed): whoever comes next only reports it.
+  BRAID_TRY(end_.check());
   FifoControl* c = end_.fifo();
   const uint32_t nslots = c->nslots;
   const uint32_t head = c->head.load(std::memory_order_acquire);
@@ -171,11 +176,10 @@ void NetSendEngine::pushPosted(const SlotInfo&) {
       mutex_.try_lock()) {
     bool busy = false;
     const ncclResult_t r = progressLocked(&busy);
+    // Marked before anyone else may call the plugin for this connection.
+    if (r != ncclSuccess && !end_.failed()) end_.markFailed();
     mutex_.unlock();
-    if (r != ncclSuccess) {
-      end_.markFailed();
-      return;
-    }
+    if (r != ncclSuccess) return;
   }
   // The thread tests what is in flight until it completes.
   notify(WakeWord{&c->head, &c->headSleepers});
@@ -202,11 +206,9 @@ void NetSendEngine::run() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       r = progressLocked(&busy);
+      if (r != ncclSuccess && !stop_.load() && !end_.failed()) end_.markFailed();
     }
-    if (r != ncclSuccess) {
-      if (!stop_.load()) end_.markFailed();
-      return;
-    }
+    if (r != ncclSuccess) return;
     // Requests in flight: poll them, yielding the core, then in short sleeps.
     idleRounds = busy ? idleRounds + 1 : 0;
     if (idleRounds > kYieldsBeforeSleep)
@@ -305,6 +307,7 @@ void NetReceivePump::sleepFor(int64_t ns) {
 }
 
 ncclResult_t NetReceivePump::pullLocked() {
+  BRAID_TRY(end_.check());
   FifoControl* c = end_.fifo();
   const uint32_t nslots = c->nslots;
   const uint32_t tail = c->tail.load(std::memory_order_acquire);

@@ -150,24 +150,53 @@ ncclResult_t newEndpoint(Comm* c, const std::vector<char>& remote) {
   return ncclSuccess;
 }
 
-// Ends a communicator: pending requests cancelled, the endpoint closed (flushed for a sender
-// whose peer is alive, at most 2 s), the worker destroyed.
+// Ends a communicator. Pending receives are cancelled and the worker progressed until their
+// callbacks ran (a request's memory is ours until then); the endpoint is closed, flushed for a
+// sender whose peer looks alive (a healthy peer answers in microseconds: the wait is capped at
+// kCloseFlushS, so an abort with an unreachable peer stays quick), and the worker destroyed. A
+// send still pending (its peer unreachable: a cut link) cannot be cancelled, and closing its
+// endpoint under it trips UCX's assertions: then the endpoint and worker are left as they are (a
+// leak, on a path that ends the job anyway) rather than taking the process down.
+constexpr double kCloseFlushS = 0.2;
+
 void destroy(Comm* c) {
+  using Clock = std::chrono::steady_clock;
+  for (Request* r : c->requests)
+    if (r->ucp && !r->done && !c->sending) ucp_request_cancel(c->worker, r->ucp);
+  auto pending = [c] {
+    size_t n = 0;
+    for (Request* r : c->requests) n += !r->done;
+    return n;
+  };
+  const auto until = Clock::now() + std::chrono::duration<double>(kCloseFlushS);
+  while (pending() > 0 && Clock::now() < until) ucp_worker_progress(c->worker);
+  if (size_t stuck = pending(); stuck > 0) {
+    UCX_INFO("%zu requests with %s never completed: leaving their endpoint and worker open", stuck,
+             c->peer.c_str());
+    return;
+  }
   for (Request* r : c->requests) {
-    if (r->ucp && !r->done) ucp_request_cancel(c->worker, r->ucp);
     if (r->ucp) ucp_request_free(r->ucp);
     delete r;
   }
+  c->requests.clear();
   if (c->ep) {
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     p.flags = (c->sending && !c->failed.load()) ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
     void* req = ucp_ep_close_nbx(c->ep, &p);
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    const auto end = Clock::now() + std::chrono::duration<double>(kCloseFlushS);
     while (UCS_PTR_IS_PTR(req) && ucp_request_check_status(req) == UCS_INPROGRESS &&
-           std::chrono::steady_clock::now() < end)
+           Clock::now() < end)
       ucp_worker_progress(c->worker);
-    if (UCS_PTR_IS_PTR(req)) ucp_request_free(req);
+    if (UCS_PTR_IS_PTR(req)) {
+      if (ucp_request_check_status(req) == UCS_INPROGRESS) {
+        UCX_INFO("closing the endpoint to %s did not finish in %.1f s: left open", c->peer.c_str(),
+                 kCloseFlushS);
+        return;  // destroying the worker under a pending close is not allowed either
+      }
+      ucp_request_free(req);
+    }
   }
   if (c->worker) ucp_worker_destroy(c->worker);
   delete c;
