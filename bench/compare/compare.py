@@ -56,7 +56,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         description="Compare Braid's allreduce with Open MPI and Gloo (see README.md).")
     p.add_argument("--build-dir", default="build", help="CMake build folder (default: build)")
     p.add_argument("--np", default="2,4", help="rank counts, comma separated (default 2,4)")
-    p.add_argument("--transport", default="shm,tcp", help="shm, tcp or both (default shm,tcp)")
+    p.add_argument("--transport", default="shm,tcp", help="shm, tcp, ucx (Braid's UCX net plugin and Open MPI's "
+                   "UCX pml, UCX over loopback TCP), comma separated (default shm,tcp)")
     p.add_argument("--peers", default="mpi,gloo", help="peers besides Braid (default mpi,gloo; braid-reg: Braid "
                    "with registered buffers, -R 1; oneccl: Intel oneCCL, allreduce float sum)")
     p.add_argument("--oneccl-bench", default=None,
@@ -109,7 +110,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
             p.error(f"unknown collective {coll} ({', '.join(runners.COLLECTIVES)})")
     for t in args.transport:
         if t not in runners.TRANSPORTS:
-            p.error(f"unknown transport {t} (shm, tcp)")
+            p.error(f"unknown transport {t} ({', '.join(runners.TRANSPORTS)})")
     for peer in args.peers:
         if peer not in ("mpi", "gloo", "braid-reg", "oneccl"):
             p.error(f"unknown peer {peer} (mpi, gloo, braid-reg, oneccl)")

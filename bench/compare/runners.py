@@ -42,10 +42,13 @@ COLLECTIVES_OF = {"braid": COLLECTIVES, "braid-reg": ("allreduce",), "mpi": COLL
                   "gloo": ("allreduce",), "oneccl": ("allreduce",)}
 LIBRARY_TITLES = {"braid": "Braid", "braid-reg": "Braid -R", "mpi": "MPI", "gloo": "Gloo",
                   "oneccl": "oneCCL", "nccl": "NCCL"}
-TRANSPORTS = ("shm", "tcp")
-# Gloo has TCP only; its numbers appear in the TCP tables alone.
+TRANSPORTS = ("shm", "tcp", "ucx")
+# Gloo has TCP only; its numbers appear in the TCP tables alone. ucx: Braid through its UCX net
+# plugin (transports/net/ucx), Open MPI through its UCX pml, both with UCX's TCP transport over
+# loopback (UCX_TLS=tcp, UCX_NET_DEVICES=lo).
 TRANSPORTS_OF = {"braid": TRANSPORTS, "braid-reg": ("shm",), "mpi": TRANSPORTS, "gloo": ("tcp",),
-                 "oneccl": TRANSPORTS}
+                 "oneccl": ("shm", "tcp")}
+UCX_ENV = {"UCX_TLS": "tcp", "UCX_NET_DEVICES": "lo"}
 # The oneCCL benchmark (oneccl_build.sh of the peers' folder) times float sums only.
 ONECCL_TYPES = (("float", "sum"),)
 # Where oneccl_build.sh leaves it: the peers' folder, in this checkout's shared/ or the machine's.
@@ -129,6 +132,7 @@ class Programs:
     stream_probe: str
     mpirun: Optional[str]
     oneccl_bench: str = ""
+    ucx_plugin: str = ""
 
     @staticmethod
     def in_build(build_dir: str, oneccl_bench: Optional[str] = None) -> "Programs":
@@ -140,7 +144,8 @@ class Programs:
             gloo_allreduce_perf=os.path.join(bench, "gloo_allreduce_perf"),
             stream_probe=os.path.join(bench, "stream_probe"),
             mpirun=shutil.which("mpirun"),
-            oneccl_bench=oneccl_bench or default_oneccl_bench())
+            oneccl_bench=oneccl_bench or default_oneccl_bench(),
+            ucx_plugin=os.path.join(build_dir, "lib", "libnccl-net-ucx.so"))
 
     def braid_perf(self, collective: str = "allreduce") -> str:
         return os.path.join(self.bench_dir, BRAID_PROGRAMS[collective])
@@ -342,6 +347,9 @@ def run_library(library: str, transport: str, nranks: int, perf_args: List[str],
             env["NCCL_SHM_DISABLE"] = "1"
             # Loopback, like the peers (MPI: btl_tcp_if_include lo, Gloo: 127.0.0.1).
             env.setdefault("NCCL_SOCKET_IFNAME", "lo")
+        if transport == "ucx":
+            env.update({"BRAID_TRANSPORTS": "net", "NCCL_NET_PLUGIN": programs.ucx_plugin,
+                        "NCCL_NET": "UCX", "NCCL_SOCKET_IFNAME": "lo", **UCX_ENV})
         argv = braidrun_argv(programs.braidrun, nranks, pinning, cpus)
         argv += [programs.braid_perf(collective)] + perf_args
         return run_command(argv, env, timeout)
@@ -359,6 +367,12 @@ def run_library(library: str, transport: str, nranks: int, perf_args: List[str],
         if transport == "tcp":
             argv += ["--mca", "pml", "ob1", "--mca", "btl", "self,tcp",
                      "--mca", "btl_tcp_if_include", "lo"]
+        if transport == "ucx":
+            # Open MPI 4.1 takes pml ucx only over InfiniBand transports and mlx devices unless
+            # told otherwise.
+            argv += ["--mca", "pml", "ucx", "--mca", "osc", "^ucx", "--mca", "pml_ucx_tls", "any",
+                     "--mca", "pml_ucx_devices", "any"]
+            argv += [a for k, v in UCX_ENV.items() for a in ("-x", f"{k}={v}")]
         argv += [programs.mpi_perf, "--collective", collective] + perf_args
         return run_command(argv, env, timeout)
     if library == "gloo":

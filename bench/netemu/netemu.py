@@ -220,8 +220,9 @@ def main():
     p.add_argument("--case", action="append", default=[],
                    help="NAME[:VAR=VALUE,...]: a configuration to run (default: one, 'braid')")
     p.add_argument("--peers", action="append", default=[],
-                   help="mpi[:VAR=VALUE,...]: Open MPI as a case too (netemu_mpi.py); the "
-                        "variables go to mpirun and the ranks (e.g. OMPI_MCA_...)")
+                   help="mpi[:VAR=VALUE,...]: Open MPI as a case too (netemu_mpi.py; pml ob1, "
+                        "btl tcp); mpi-ucx[:...]: Open MPI's UCX pml (UCX_TLS=tcp on the hosts' "
+                        "interface); the variables go to mpirun and the ranks (e.g. OMPI_MCA_...)")
     p.add_argument("--mpi-program", help="the MPI benchmark (default: the peers' "
                    "mpi_allreduce_bench, built with mpicc into <build>/netemu if missing)")
     p.add_argument("--repeat", type=int, default=3)
@@ -242,8 +243,10 @@ def main():
         return dict(a.split("=", 1) for a in assignments.split(",") if a)
 
     peers = [(spec.partition(":")[0], env_of(spec.partition(":")[2])) for spec in args.peers]
-    if any(name != "mpi" for name, _ in peers) or len(peers) > 1:
-        p.error("--peers: one 'mpi[:VAR=VALUE,...]' (Open MPI) is known")
+    if (any(name not in ("mpi", "mpi-ucx") for name, _ in peers)
+            or len({name for name, _ in peers}) < len(peers)):
+        p.error("--peers: 'mpi[:VAR=VALUE,...]' (Open MPI, pml ob1 over btl tcp) and "
+                "'mpi-ucx[:...]' (pml ucx, UCX_TLS=tcp) are known, each once")
     mpi_program = None
     if peers and os.path.basename(program[0]) != "all_reduce_perf":
         p.error("--peers: the MPI benchmark is an allreduce; --program must be all_reduce_perf")
@@ -257,27 +260,28 @@ def main():
     for spec in args.case or ["braid"]:
         name, _, assignments = spec.partition(":")
         cases.append((name, env_of(assignments), "braid"))
-    cases += [("openmpi", env, "mpi") for _, env in peers]
+    cases += [("openmpi" if name == "mpi" else "openmpi-ucx", env, name) for name, env in peers]
 
     remove_stale()
     net = Network(args.hosts, args.rate, args.burst, args.interfaces)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     runs = []
     link = None
-    mpi = None
+    mpis = {}  # peer name -> its OpenMPI launcher
     try:
-        if peers:
-            mpi = netemu_mpi.OpenMPI(net, SUBNET, args.hosts, args.ranks_per_host,
-                                     args.placement, peers[0][1])
-            mpi.check_placement(args.timeout)
+        for name, env in peers:
+            mpis[name] = netemu_mpi.OpenMPI(net, SUBNET, args.hosts, args.ranks_per_host,
+                                            args.placement, env, pml="ucx" if name == "mpi-ucx"
+                                            else "ob1")
+            mpis[name].check_placement(args.timeout)
         if args.hosts > 1:
             link = measure_link(net)
             print(f"# one TCP stream between two hosts: {link / 1e9:.3f} GB/s", flush=True)
         for rep in range(args.repeat):
             for name, env, kind in cases:
                 before = net.counters()
-                if kind == "mpi":
-                    output = mpi.run(mpi_program, args.timeout + 30)
+                if kind in mpis:
+                    output = mpis[kind].run(mpi_program, args.timeout + 30)
                     rows = netemu_mpi.parse_rows(output)
                 else:
                     output = run_case(net, args, env, program)
@@ -293,7 +297,7 @@ def main():
                       + "; sent per host link: " + " ".join(f"{b / 1e6:.1f}" for b in tx)
                       + " MB, TCP retransmits " + " ".join(map(str, retrans)), flush=True)
     finally:
-        if mpi:
+        for mpi in mpis.values():
             mpi.close()
         net.destroy()
 

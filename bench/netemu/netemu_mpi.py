@@ -104,13 +104,17 @@ def parse_rows(output):
 class OpenMPI:
     """mpirun in the hub namespace, an orted per host namespace (see the module's docstring)."""
 
-    def __init__(self, net, subnet, hosts, per_host, placement, env):
-        self.net, self.subnet, self.env = net, subnet, env
+    def __init__(self, net, subnet, hosts, per_host, placement, env, pml="ob1"):
+        self.net, self.subnet, self.env = net, subnet, dict(env)
         self.n = hosts * per_host
         sh = ("ip", "netns", "exec", net.hub)
         for cmd in (("ip", "addr", "add", f"{subnet}{HUB_ADDR}/24", "dev", "br0"),
                     ("ip", "link", "set", "lo", "up")):
-            subprocess.run(sh + cmd, check=True, capture_output=True)
+            done = subprocess.run(sh + cmd, capture_output=True, text=True)
+            # A second launcher (mpi and mpi-ucx in one run) finds the address there already.
+            if done.returncode != 0 and "already assigned" not in done.stderr:
+                raise subprocess.CalledProcessError(done.returncode, sh + cmd, done.stdout,
+                                                    done.stderr)
         self.dir = tempfile.mkdtemp(prefix="netemu-mpi-")
         self.agent = os.path.join(self.dir, "agent")
         # Called as: AGENT HOST ORTED-COMMAND...; like ssh, a shell parses the command (its
@@ -130,9 +134,19 @@ class OpenMPI:
             "--map-by", "node" if placement == "interleaved" else "slot", "--bind-to", "none",
             "--mca", "plm", "rsh", "--mca", "plm_rsh_agent", self.agent,
             "--mca", "plm_rsh_no_tree_spawn", "1",
-            "--mca", "oob_tcp_if_include", net_cidr,
-            "--mca", "pml", "ob1", "--mca", "btl", "self,vader,tcp",
-            "--mca", "btl_tcp_if_include", net_cidr]
+            "--mca", "oob_tcp_if_include", net_cidr]
+        if pml == "ucx":
+            # UCX's TCP transport on the hosts' interface (eth0), shared memory within a host;
+            # the osc component stays off UCX (MPI one-sided is not used).
+            self.env.setdefault("UCX_TLS", "tcp,sm,self")
+            self.env.setdefault("UCX_NET_DEVICES", "eth0")
+            # Open MPI 4.1 takes pml ucx only over InfiniBand transports and mlx devices unless
+            # told otherwise.
+            self.mpirun += ["--mca", "pml", "ucx", "--mca", "osc", "^ucx",
+                            "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any"]
+        else:
+            self.mpirun += ["--mca", "pml", "ob1", "--mca", "btl", "self,vader,tcp",
+                            "--mca", "btl_tcp_if_include", net_cidr]
         # More ranks than cores (4 ranks of 2 emulated hosts on this 2-core VM): each orted sees
         # R ranks for its host's cores and lets them poll without yielding, which made an
         # 8-byte allreduce take 5.6 ms instead of 38 us here (ranks waiting for a core that a
@@ -140,7 +154,7 @@ class OpenMPI:
         yield_var = "OMPI_MCA_mpi_yield_when_idle"
         if self.n > (os.cpu_count() or 1) and yield_var not in env and yield_var not in os.environ:
             self.mpirun += ["--mca", "mpi_yield_when_idle", "1"]
-        for name in env:
+        for name in self.env:
             self.mpirun += ["-x", name]
         self.expected = [f"netemu-h{r % hosts if placement == 'interleaved' else r // per_host}"
                          for r in range(self.n)]
