@@ -15,6 +15,10 @@
 //   peer that dies fails the requests instead of leaving them pending.
 // - Data: tagged sends and receives (the 64-bit tag holds the connection's id and NCCL's tag),
 //   always completed through test(), which progresses the worker.
+//
+// Files: ucx_context.cc (init, finalize, properties), ucx_comm.cc (a comm: worker, endpoint,
+// requests, closing), ucx_connect.cc (listen, connect, accept), ucx_data.cc (registrations,
+// isend, irecv, test), ucx_socket.cc (the rendezvous socket), ucx_plugin.cc (the exports).
 #pragma once
 
 #include <cstddef>

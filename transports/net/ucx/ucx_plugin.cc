@@ -52,7 +52,10 @@ ncclResult_t getProperties(int dev, Props* out) {
 }
 [[maybe_unused]] ncclResult_t init11(void** ctx, uint64_t, ncclNetCommConfig_v11_t*,
                                      ncclDebugLogger_t logger, ncclProfilerCallback_t) {
-  *ctx = nullptr;  // one network for the whole process: no per-communicator state
+  // One network for the whole process: no per-communicator state. Still not NULL, for a caller
+  // that would read NULL as "no context".
+  static char context;
+  *ctx = &context;
   return init(logger);
 }
 [[maybe_unused]] ncclResult_t finalize11(void*) {
