@@ -48,6 +48,21 @@ void sayGoodbye(Comm* c, Request* r) {
   r->ucp = s;
 }
 
+// A goodbye that came after its receive was cancelled (both ends closing at once) waits in UCX's
+// queue of unexpected messages; taken out, so that destroying the worker does not warn of it.
+void drainGoodbyes(Comm* c) {
+  ucp_tag_recv_info_t info;
+  while (ucp_tag_message_h m = ucp_tag_probe_nb(c->worker, goodbyeTag(c), ~uint64_t(0), 1, &info)) {
+    Request r{c, nullptr, true, true};
+    const ucp_request_param_t p = requestParams(&r);
+    void* s = ucp_tag_msg_recv_nbx(c->worker, &c->goodbyeByte, 1, m, &p);
+    if (UCS_PTR_IS_ERR(s)) return;
+    for (int i = 0; i < 1000 && !r.done; i++) ucp_worker_progress(c->worker);  // here already
+    if (!r.done) return;  // never seen; left to UCX rather than freed under it
+    if (s) ucp_request_free(s);
+  }
+}
+
 }  // namespace
 
 // Completion is always reported through the callback (never "done at once"), so that a request
@@ -124,79 +139,112 @@ ncclResult_t newEndpoint(Comm* c, const std::vector<char>& remote) {
   return ncclSuccess;
 }
 
-std::string peerGone(const Comm* c) {
-  if (c->failed.load()) return ucs_status_string(c->failure);
-  if (c->goodbye.done && c->goodbye.status == UCS_OK) return "the peer closed its end";
-  return "";
+std::string peerGone(Comm* c, bool now) {
+  std::string why;
+  if (c->failed.load())
+    why = ucs_status_string(c->failure);
+  else if (c->goodbye.done && c->goodbye.status == UCS_OK)
+    why = "the peer closed its end";
+  if (why.empty() || now) return why;
+  // UCX orders the matching of a connection's messages, not the arrival of a rendezvous' data
+  // (it may take other lanes), and the end of the peer (its goodbye, or its socket closing: an
+  // endpoint error) may be seen before all it sent: a transfer under way may still finish.
+  const double t =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (c->goneSeenAt == 0) c->goneSeenAt = t;
+  return t - c->goneSeenAt > kGoneGraceS ? why : "";
 }
 
-// Ends a communicator, never waiting on the peer for longer than kCloseWaitS (a peer that is
-// alive answers in microseconds; one that is not, or that is not progressing its own worker just
-// now, must not hold up an abort):
-// - a goodbye goes to a peer that did not close first (see ucx_comm.h);
-// - pending receives are cancelled, and the worker progressed until they, the goodbye and any
-//   send still in flight completed locally (a request's memory is ours until its callback ran);
-// - the endpoint is closed in UCP_EP_CLOSE_FLAG_FORCE mode. The flush mode would be the
-//   polite one, but with peer error handling UCX 1.13 completes it only once the peer's worker
-//   answered, which it does only while its owner calls the plugin: closing both ends in turn from
-//   one thread never finishes. What was sent completed locally, so it is in the kernel's socket
-//   (TCP) or the peer's memory (shared memory) already, and goes on its way.
-// - the worker is destroyed.
-// A request that never completes (a rendezvous send whose peer is unreachable: a cut link) cannot
+// Ends a communicator, never waiting on the peer for longer than kCloseWait at each step (a
+// peer that is alive and progressing answers in microseconds; one that is dead, cut off, or not
+// calling the plugin just now must not hold up a close or an abort):
+// 1. a goodbye goes to a peer that did not leave first (see ucx_comm.h); pending receives are
+//    cancelled, and the worker progressed until they and the sends in flight completed (a
+//    request's memory is ours until its callback ran);
+// 2. the endpoint is flushed: a send that completed may still wait in UCX's own buffer (TCP)
+//    until the socket takes it, and would be lost by the close;
+// 3. the endpoint is closed in UCP_EP_CLOSE_FLAG_FORCE mode, which cancels what is left (a goodbye
+//    waiting for the endpoint's wireup, an unanswered flush), and the worker destroyed.
+// With peer error handling, UCX 1.13 completes a flush (and a close in flush mode) only once the
+// peer's worker answered, which it does only while its owner calls the plugin: closing both ends
+// in turn from one thread never sees it. Hence the cap, after which step 3 goes ahead: only a
+// send that never left the socket's way can be lost, and only when the peer stopped reading.
+// A caller's send that never completes (a rendezvous whose peer is unreachable: a cut link) cannot
 // be cancelled, and closing its endpoint under it trips UCX's assertions: then the endpoint and
 // worker are left as they are (a leak, on a path that ends the job anyway) rather than taking the
-// process down. Likewise an endpoint whose close does not finish.
-constexpr double kCloseWaitS = 0.2;
+// process down. Likewise anything that even the force close does not complete.
+constexpr std::chrono::duration<double> kCloseWait{0.2};
+
+namespace {
+
+bool inProgress(void* ucpRequest) {
+  return UCS_PTR_IS_PTR(ucpRequest) && ucp_request_check_status(ucpRequest) == UCS_INPROGRESS;
+}
+bool inFlight(const Request& r) {
+  return r.used && !r.done;
+}
+
+// Progresses the comm's worker until `done()` or kCloseWait passed; whether `done()`.
+template <class Done>
+bool progressUntil(Comm* c, Done done) {
+  const auto until = std::chrono::steady_clock::now() + kCloseWait;
+  while (!done() && std::chrono::steady_clock::now() < until) ucp_worker_progress(c->worker);
+  return done();
+}
+
+}  // namespace
 
 void destroy(Comm* c) {
-  using Clock = std::chrono::steady_clock;
-  if (c->ep && peerGone(c).empty()) sayGoodbye(c, &c->farewell);
-  std::vector<Request*> all = {&c->goodbye, &c->farewell};
-  for (Request& r : c->requests) all.push_back(&r);
-  for (Request* r : all)
-    if (r->ucp && !r->done && r->receive) ucp_request_cancel(c->worker, r->ucp);
-  auto pending = [&all] {
-    size_t n = 0;
-    for (const Request* r : all) n += r->used && !r->done;
-    return n;
+  const bool alive = c->ep && peerGone(c, true).empty();
+  if (alive) sayGoodbye(c, &c->farewell);
+  for (Request& r : c->requests)
+    if (r.receive && inFlight(r)) ucp_request_cancel(c->worker, r.ucp);
+  auto callersDone = [c] {
+    for (const Request& r : c->requests)
+      if (inFlight(r)) return false;
+    return true;
   };
-  const auto until = Clock::now() + std::chrono::duration<double>(kCloseWaitS);
-  while (pending() > 0 && Clock::now() < until) ucp_worker_progress(c->worker);
-  // Our own goodbye may wait for the endpoint's wireup, which needs the peer: the force close
-  // cancels it (UCS_ERR_CANCELED through its callback).
-  if (size_t stuck = pending() - (c->farewell.used && !c->farewell.done); stuck > 0) {
-    UCX_INFO("%zu requests with %s never completed: leaving their endpoint and worker open", stuck,
+  progressUntil(c, [&] { return callersDone() && !inFlight(c->farewell); });
+  if (!callersDone()) {
+    UCX_INFO("requests with %s never completed: leaving their endpoint and worker open",
              c->peer.c_str());
     return;
   }
-  for (Request* r : all)
-    if (r != &c->farewell) releaseRequest(r);
-  if (c->ep) {
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    void* req = ucp_ep_close_nbx(c->ep, &p);
-    const auto end = Clock::now() + std::chrono::duration<double>(kCloseWaitS);
-    while (((UCS_PTR_IS_PTR(req) && ucp_request_check_status(req) == UCS_INPROGRESS) ||
-            (c->farewell.used && !c->farewell.done)) &&
-           Clock::now() < end)
-      ucp_worker_progress(c->worker);
-    if (c->farewell.used && !c->farewell.done) {
-      UCX_INFO("the goodbye to %s was neither sent nor cancelled: endpoint and worker left open",
-               c->peer.c_str());
-      return;
-    }
-    releaseRequest(&c->farewell);
-    if (UCS_PTR_IS_PTR(req)) {
-      if (ucp_request_check_status(req) == UCS_INPROGRESS) {
-        UCX_INFO("closing the endpoint to %s did not finish in %.1f s: left open", c->peer.c_str(),
-                 kCloseWaitS);
-        return;  // destroying the worker under a pending close is not allowed either
-      }
-      ucp_request_free(req);
-    }
+  for (Request& r : c->requests) releaseRequest(&r);
+  void* flush = nullptr;
+  if (alive && !inFlight(c->farewell)) {
+    ucp_request_param_t none{};
+    flush = ucp_ep_flush_nbx(c->ep, &none);
+    if (!progressUntil(c, [&] { return !inProgress(flush); }))
+      UCX_INFO("%s did not confirm a flush in %.1f s: closing anyway", c->peer.c_str(),
+               kCloseWait.count());
   }
-  if (c->worker) ucp_worker_destroy(c->worker);
+  // The peer's goodbye stays awaited until now: one that came after its receive was cancelled
+  // would wait in UCX's unexpected queue (drainGoodbyes takes it out).
+  if (inFlight(c->goodbye)) ucp_request_cancel(c->worker, c->goodbye.ucp);
+  void* close = nullptr;
+  if (c->ep) {
+    ucp_request_param_t force{};
+    force.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    force.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    close = ucp_ep_close_nbx(c->ep, &force);
+  }
+  if (!progressUntil(c, [&] {
+        return !inProgress(close) && !inProgress(flush) && !inFlight(c->farewell) &&
+               !inFlight(c->goodbye);
+      })) {
+    UCX_INFO("closing the endpoint to %s did not finish in %.1f s: endpoint and worker left open",
+             c->peer.c_str(), kCloseWait.count());
+    return;  // destroying the worker under a pending request is not allowed either
+  }
+  if (UCS_PTR_IS_PTR(flush)) ucp_request_free(flush);
+  if (UCS_PTR_IS_PTR(close)) ucp_request_free(close);
+  releaseRequest(&c->farewell);
+  releaseRequest(&c->goodbye);
+  if (c->worker) {
+    drainGoodbyes(c);
+    ucp_worker_destroy(c->worker);
+  }
   delete c;
 }
 

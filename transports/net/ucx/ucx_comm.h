@@ -49,8 +49,9 @@ struct Comm {
   // NCCL never has more than NCCL_NET_MAX_REQUESTS in flight on a comm; past that, isend and
   // irecv answer "not now" (a NULL request).
   Request requests[NCCL_NET_MAX_REQUESTS];
-  Request goodbye;   // the peer's goodbye: done once it arrived
-  Request farewell;  // ours, sent by destroy()
+  Request goodbye;        // the peer's goodbye: done once it arrived
+  Request farewell;       // ours, sent by destroy()
+  double goneSeenAt = 0;  // when peerGone() first saw the peer gone (steady clock, seconds)
   char goodbyeByte = 0;
 };
 
@@ -69,8 +70,11 @@ ncclResult_t newWorker(Comm* c, std::vector<char>* address);
 /// The endpoint to the peer's worker (`remote`: its address), with peer error handling, and the
 /// receive of the peer's goodbye.
 ncclResult_t newEndpoint(Comm* c, const std::vector<char>& remote);
-/// Why the peer can no longer take part ("" while it can): its endpoint failed or it closed.
-std::string peerGone(const Comm* c);
+/// Why the peer can no longer take part ("" while it can): its endpoint failed, or it closed.
+/// `now`: as soon as that is known; else only kGoneGraceS after it was first seen here, for the
+/// requests that may still complete with what the peer sent before it went.
+std::string peerGone(Comm* c, bool now);
+constexpr double kGoneGraceS = 0.5;
 
 /// Ends a comm: says goodbye, cancels what can be, closes the endpoint, destroys the worker.
 void destroy(Comm* c);
