@@ -55,9 +55,13 @@ inline std::string connectPair(NetApi& net, Pair* p) {
   return "";
 }
 
+// The two ends close at once, each from its own thread, as two ranks would.
 inline void closePair(NetApi& net, Pair* p) {
-  if (p->sendComm) net.closeSend(p->sendComm);
+  std::thread sender([&] {
+    if (p->sendComm) net.closeSend(p->sendComm);
+  });
   if (p->recvComm) net.closeRecv(p->recvComm);
+  sender.join();
   if (p->listenComm) net.closeListen(p->listenComm);
   *p = Pair{};
 }

@@ -18,6 +18,14 @@
 
 extern char** environ;
 
+#if defined(__SANITIZE_ADDRESS__)
+// LeakSanitizer crashes ("Tracer caught signal 11") reading the dynamic TLS of a UCX thread that
+// outlives the UCX modules which ucp_cleanup and dlclose unload: the TLS is left out of its scan.
+extern "C" const char* __lsan_default_options() {
+  return "use_tls=0";
+}
+#endif
+
 namespace braid::nettest {
 namespace {
 
@@ -104,6 +112,9 @@ class UcxPlugin : public ::testing::TestWithParam<int> {
   Pair pair_;
 };
 
+// A peer that closes or dies while requests wait on it (a fixture of its own: other versions).
+class UcxPeerLoss : public UcxPlugin {};
+
 TEST_P(UcxPlugin, DevicesAndProperties) {
   start();
   int ndev = 0;
@@ -176,15 +187,66 @@ TEST_P(UcxPlugin, CudaMemoryRefused) {
   EXPECT_TRUE(Log::get().contains("host memory only")) << "the refusal says why";
 }
 
-TEST_P(UcxPlugin, ClosedSenderFailsPendingReceive) {
+TEST_P(UcxPeerLoss, ClosedSenderFailsPendingReceive) {
   expectFailsWhenPeerCloses(/*pendingReceive=*/true);
 }
 
-TEST_P(UcxPlugin, ClosedReceiverFailsPendingSend) {
+TEST_P(UcxPeerLoss, ClosedReceiverFailsPendingSend) {
   expectFailsWhenPeerCloses(/*pendingReceive=*/false);
 }
 
-TEST_P(UcxPlugin, KilledPeerProcessFailsPendingReceive) {
+TEST_P(UcxPeerLoss, EverythingSentBeforeCloseArrives) {
+  setenv("UCX_RNDV_THRESH", "inf", 1);  // every send eager: complete before any receive
+  start();
+  unsetenv("UCX_RNDV_THRESH");
+  connect();
+  // The sender sends, sees its sends complete and closes at once; the receiver takes the
+  // messages only once it knows the sender is gone (a receive nobody sends to has failed).
+  const size_t sizes[] = {1, 4097, kMiB + 3, 0};
+  constexpr int kMessages = 24;
+  std::vector<std::vector<unsigned char>> out(kMessages), in(kMessages);
+  for (int i = 0; i < kMessages; i++) {
+    out[i].resize(sizes[i % 4] + 1);
+    for (size_t b = 0; b < sizes[i % 4]; b++) out[i][b] = patternByte(b, i);
+    in[i].assign(sizes[i % 4] + 1, kPoison);
+  }
+  std::string sendError;
+  std::thread sender([&] {
+    std::vector<void*> req(kMessages, nullptr);
+    for (int i = 0; i < kMessages && sendError.empty(); i++)
+      while (!req[i] && sendError.empty())
+        if (net_->isend(pair_.sendComm, out[i].data(), sizes[i % 4], 3, nullptr, &req[i]))
+          sendError = "isend failed";
+    const auto end = Clock::now() + kDeadline;
+    for (int left = kMessages; left > 0 && sendError.empty() && Clock::now() < end;)
+      for (void*& r : req) {
+        int done = 0;
+        if (r && net_->test(r, &done, nullptr) != ncclSuccess) sendError = "test failed";
+        if (done) r = nullptr, left--;
+      }
+    net_->closeSend(pair_.sendComm);
+  });
+  char probe[8];
+  void* req = nullptr;
+  while (!req) ASSERT_EQ(net_->irecv(pair_.recvComm, probe, sizeof(probe), 99, nullptr, &req), 0);
+  const double s = secondsUntilFails(req);
+  sender.join();
+  pair_.sendComm = nullptr;
+  ASSERT_EQ(sendError, "");
+  ASSERT_GE(s, 0) << "the receive nobody sends to did not fail after the sender closed";
+  for (int i = 0; i < kMessages; i++) {
+    req = nullptr;
+    int done = 0, size = -1;
+    while (!req)
+      ASSERT_EQ(net_->irecv(pair_.recvComm, in[i].data(), in[i].size(), 3, nullptr, &req), 0);
+    while (!done) ASSERT_EQ(net_->test(req, &done, &size), ncclSuccess) << "message " << i;
+    EXPECT_EQ(size, static_cast<int>(sizes[i % 4])) << "message " << i;
+    for (size_t b = 0; b < sizes[i % 4]; b++)
+      if (in[i][b] != patternByte(b, i)) FAIL() << "message " << i << " byte " << b;
+  }
+}
+
+TEST_P(UcxPeerLoss, KilledPeerProcessFailsPendingReceive) {
   start();
   char handle[NCCL_NET_HANDLE_MAXSIZE] = {};
   ASSERT_EQ(net_->listen(handle, &pair_.listenComm), ncclSuccess);
@@ -251,8 +313,10 @@ TEST_P(UcxPlugin, DefaultTransportsToo) {
       "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Versions, UcxPlugin, ::testing::Values(8, 9, 10, 11),
-                         [](const auto& info) { return "v" + std::to_string(info.param); });
+auto versionName = [](const auto& info) { return "v" + std::to_string(info.param); };
+INSTANTIATE_TEST_SUITE_P(Versions, UcxPlugin, ::testing::Values(8, 9, 10, 11), versionName);
+// Closing and dying take one path whatever the version: the oldest and newest call shapes.
+INSTANTIATE_TEST_SUITE_P(Versions, UcxPeerLoss, ::testing::Values(8, 11), versionName);
 
 // v11 is initialised once per communicator: two contexts at once, each with its connections,
 // finalized one after the other.
