@@ -30,7 +30,9 @@ static ncclResult_t stubDevices(int* ndev) {
 #endif
   return ncclSuccess;
 }
-static ncclResult_t unused(void) { return ncclInternalError; }
+static ncclResult_t unused(void) {
+  return ncclInternalError;
+}
 #define STUB(type) ((type)(void*)unused)
 
 #if defined(BROKEN_NO_SYMBOL)
@@ -45,8 +47,8 @@ EXPORT ncclNet_v10_t ncclNetPlugin_v10 = {
     .devices = stubDevices,
     .getProperties = STUB(ncclResult_t(*)(int, ncclNetProperties_v10_t*)),
     .listen = STUB(ncclResult_t(*)(int, void*, void**)),
-    .connect = STUB(ncclResult_t(*)(int, ncclNetCommConfig_v10_t*, void*, void**,
-                                    ncclNetDeviceHandle_v10_t**)),
+    .connect = STUB(
+        ncclResult_t(*)(int, ncclNetCommConfig_v10_t*, void*, void**, ncclNetDeviceHandle_v10_t**)),
     .accept = STUB(ncclResult_t(*)(void*, void**, ncclNetDeviceHandle_v10_t**)),
     .regMr = STUB(ncclResult_t(*)(void*, void*, size_t, int, void**)),
     .deregMr = STUB(ncclResult_t(*)(void*, void*)),
