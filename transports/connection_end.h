@@ -4,12 +4,15 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "transports/fifo.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/status.h"
 
@@ -46,6 +49,28 @@ class ConnectionEnd {
     fifo_->closed.store(1);
     futexWakeAll(&fifo_->head);
     futexWakeAll(&fifo_->tail);
+  }
+  /// Waits (at most `seconds`) until the reader has released every slot posted so far, the
+  /// connection failed, or `stop` is raised. Queued slots may belong to a call that already
+  /// returned success on this rank while its peers are still inside it: a rank that failed at
+  /// its next call and aborts must not take that call's data down with it, so an `abort` only
+  /// shortens the wait to a grace period (queued slots leave in microseconds when the peer
+  /// reads) instead of skipping it.
+  void drain(double seconds, const std::atomic<uint32_t>* abort,
+             const std::atomic<uint32_t>& stop) const {
+    constexpr double kAbortGraceS = 0.1;
+    Deadline deadline = Deadline::after(seconds);
+    Deadline grace;
+    bool aborting = false;
+    while (!failed() && !stop.load() && fifo_->tail.load() != fifo_->head.load() &&
+           !deadline.expired()) {
+      if (!aborting && abort && abort->load()) {
+        aborting = true;
+        grace = Deadline::after(kAbortGraceS);
+      }
+      if (aborting && grace.expired()) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
   }
   /// ncclSuccess, or ncclRemoteError naming the peer and the reason.
   ncclResult_t check() {

@@ -59,6 +59,23 @@ ncclResult_t untilConnected(const char* what, int peer, double timeoutS,
   }
 }
 
+// Registers a connection's FIFO (control block and slots) and its header array on `comm`.
+ncclResult_t registerMemory(NetPlugin* net, void* comm, const ConnectionEnd& end,
+                            std::vector<NetHeader>& headers, const char* direction, void** fifoMr,
+                            void** headerMr) {
+  FifoControl* c = end.fifo();
+  if (ncclResult_t r = net->regMr(comm, c, fifoBytes(c->nslots, c->slotBytes), fifoMr);
+      r != ncclSuccess)
+    return fail(r, "%s: regMr of the FIFO (%s rank %d) returned %s", label(net).c_str(), direction,
+                end.peer(), ncclGetErrorString(r));
+  if (ncclResult_t r =
+          net->regMr(comm, headers.data(), headers.size() * sizeof(NetHeader), headerMr);
+      r != ncclSuccess)
+    return fail(r, "%s: regMr of the headers (%s rank %d) returned %s", label(net).c_str(),
+                direction, end.peer(), ncclGetErrorString(r));
+  return ncclSuccess;
+}
+
 }  // namespace
 
 // ---- sending end ----
@@ -107,16 +124,7 @@ ncclResult_t NetSendEngine::connect() {
   }));
   std::lock_guard<std::mutex> lock(mutex_);
   comm_ = comm;
-  FifoControl* c = end_.fifo();
-  if (ncclResult_t r = net_->regMr(comm_, c, fifoBytes(c->nslots, c->slotBytes), &fifoMr_);
-      r != ncclSuccess)
-    return fail(r, "%s: regMr of the FIFO (to rank %d) returned %s", label(net_).c_str(),
-                end_.peer(), ncclGetErrorString(r));
-  if (ncclResult_t r =
-          net_->regMr(comm_, headers_.data(), headers_.size() * sizeof(NetHeader), &headerMr_);
-      r != ncclSuccess)
-    return fail(r, "%s: regMr of the headers (to rank %d) returned %s", label(net_).c_str(),
-                end_.peer(), ncclGetErrorString(r));
+  BRAID_TRY(registerMemory(net_, comm_, end_, headers_, "to", &fifoMr_, &headerMr_));
   connected_.store(true);
   return ncclSuccess;
 }
@@ -219,22 +227,7 @@ void NetSendEngine::run() {
 }
 
 void NetSendEngine::drain(double seconds, const std::atomic<uint32_t>* abort) {
-  // As TCP's (tcp_send_engine.cc): slots of a call that returned must still reach the peer; an
-  // abort only shortens the wait to a grace period.
-  constexpr double kAbortGraceS = 0.1;
-  Deadline deadline = Deadline::after(seconds);
-  Deadline grace;
-  bool aborting = false;
-  FifoControl* c = end_.fifo();
-  while (!end_.failed() && !stop_.load() && c->tail.load() != c->head.load() &&
-         !deadline.expired()) {
-    if (!aborting && abort && abort->load()) {
-      aborting = true;
-      grace = Deadline::after(kAbortGraceS);
-    }
-    if (aborting && grace.expired()) break;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
+  end_.drain(seconds, abort, stop_);
 }
 
 // ---- receiving end ----
@@ -271,17 +264,7 @@ ncclResult_t NetReceivePump::accept(double timeoutS, const std::atomic<uint32_t>
   comm_ = comm;
   net_->closeListen(listenComm_);
   listenComm_ = nullptr;
-  FifoControl* c = end_.fifo();
-  if (ncclResult_t r = net_->regMr(comm_, c, fifoBytes(c->nslots, c->slotBytes), &fifoMr_);
-      r != ncclSuccess)
-    return fail(r, "%s: regMr of the FIFO (from rank %d) returned %s", label(net_).c_str(),
-                end_.peer(), ncclGetErrorString(r));
-  if (ncclResult_t r =
-          net_->regMr(comm_, headers_.data(), headers_.size() * sizeof(NetHeader), &headerMr_);
-      r != ncclSuccess)
-    return fail(r, "%s: regMr of the headers (from rank %d) returned %s", label(net_).c_str(),
-                end_.peer(), ncclGetErrorString(r));
-  return ncclSuccess;
+  return registerMemory(net_, comm_, end_, headers_, "from", &fifoMr_, &headerMr_);
 }
 
 void NetReceivePump::sever() {

@@ -39,23 +39,7 @@ void TcpSendEngine::sever() {
 }
 
 void TcpSendEngine::drain(double seconds, const std::atomic<uint32_t>* abort) {
-  // Queued slots may belong to a call that already returned success on this rank while its
-  // peers are still inside it: a rank that failed at its next call and aborts must not take
-  // that call's data down with it. An abort therefore shortens the wait to a grace period
-  // (queued slots leave in microseconds when the peer reads) instead of skipping it.
-  constexpr double kAbortGraceS = 0.1;
-  Deadline deadline = Deadline::after(seconds);
-  Deadline grace;
-  bool aborting = false;
-  while (!end_.failed() && !stop_.load() && end_.fifo()->tail.load() != end_.fifo()->head.load() &&
-         !deadline.expired()) {
-    if (!aborting && abort && abort->load()) {
-      aborting = true;
-      grace = Deadline::after(kAbortGraceS);
-    }
-    if (aborting && grace.expired()) break;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
+  end_.drain(seconds, abort, stop_);
 }
 
 void TcpSendEngine::pushPosted(const SlotInfo& info) {
