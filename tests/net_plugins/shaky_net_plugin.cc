@@ -42,6 +42,7 @@ struct Request {
 };
 struct Comm {
   std::shared_ptr<Channel> channel;
+  bool receiving = false;
 };
 
 std::mutex mutex;  // one lock for everything: this plugin is about behaviour, not speed
@@ -121,7 +122,7 @@ ncclResult_t connect(void* handle, void** sendComm) {
 ncclResult_t accept(void* listenComm, void** recvComm, ncclNetDeviceHandle_v8_t**) {
   std::lock_guard<std::mutex> lock(mutex);
   Comm* l = static_cast<Comm*>(listenComm);
-  *recvComm = l->channel->connected ? new Comm{l->channel} : nullptr;
+  *recvComm = l->channel->connected ? new Comm{l->channel, true} : nullptr;
   return ncclSuccess;
 }
 ncclResult_t regMr(void*, void* data, size_t size, int type, void** mhandle) {
@@ -173,8 +174,19 @@ ncclResult_t test(void* request, int* done, int* size) {
   delete r;
   return ncclSuccess;
 }
-ncclResult_t closeComm(void* comm) {
+ncclResult_t closeListen(void* comm) {
+  std::lock_guard<std::mutex> lock(mutex);
   delete static_cast<Comm*>(comm);
+  return ncclSuccess;
+}
+ncclResult_t closeComm(void* comm) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto* c = static_cast<Comm*>(comm);
+  // Requests this end posted and nobody matched (receives posted ahead) go with it.
+  std::deque<Request*>& mine = c->receiving ? c->channel->recvs : c->channel->sends;
+  for (Request* r : mine) delete r;
+  mine.clear();
+  delete c;
   return ncclSuccess;
 }
 
@@ -235,7 +247,7 @@ EXPORT ncclNet_v8_t ncclNetPlugin_v8 = {
     listen,      connect8, accept,    regMr,
     regMrDmaBuf, deregMr,  isend8,    irecv8,
     iflush,      test,     closeComm, closeComm,
-    closeComm,   nullptr,  nullptr};
+    closeListen, nullptr,  nullptr};
 #endif
 #if !defined(SHAKY_ONLY_VERSION) || SHAKY_ONLY_VERSION == 9
 EXPORT ncclNet_v9_t ncclNetPlugin_v9 = {
@@ -243,7 +255,7 @@ EXPORT ncclNet_v9_t ncclNetPlugin_v9 = {
     listen,      connect8, accept,    regMr,
     regMrDmaBuf, deregMr,  isend9,    irecv9,
     iflush,      test,     closeComm, closeComm,
-    closeComm,   nullptr,  nullptr,   nullptr};
+    closeListen, nullptr,  nullptr,   nullptr};
 #endif
 #if !defined(SHAKY_ONLY_VERSION) || SHAKY_ONLY_VERSION == 10
 EXPORT ncclNet_v10_t ncclNetPlugin_v10 = {
@@ -251,7 +263,7 @@ EXPORT ncclNet_v10_t ncclNetPlugin_v10 = {
     listen,      connect10, accept,    regMr,
     regMrDmaBuf, deregMr,   isend,     irecv,
     iflush,      test,      closeComm, closeComm,
-    closeComm,   nullptr,   nullptr,   nullptr};
+    closeListen, nullptr,   nullptr,   nullptr};
 #endif
 #if !defined(SHAKY_ONLY_VERSION) || SHAKY_ONLY_VERSION == 11
 EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
@@ -259,7 +271,7 @@ EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
     listen11,    connect11, accept,    regMr,
     regMrDmaBuf, deregMr,   isend,     irecv,
     iflush,      test,      closeComm, closeComm,
-    closeComm,   nullptr,   nullptr,   nullptr,
+    closeListen, nullptr,   nullptr,   nullptr,
     finalize11,  nullptr};
 #endif
 }  // extern "C"
