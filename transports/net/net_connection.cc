@@ -36,6 +36,17 @@ ncclResult_t testOne(NetPlugin* net, void** request, bool* done, int* bytes) {
   return ncclSuccess;
 }
 
+// Tests the requests of the slot positions [from, end) (each slot's header and payload).
+ncclResult_t testSlots(NetPlugin* net, NetSlotRequests* inFlight, uint32_t nslots, uint32_t from,
+                       uint32_t end) {
+  for (uint32_t p = from; p != end; p++) {
+    NetSlotRequests& s = inFlight[p % nslots];
+    BRAID_TRY(testOne(net, &s.header, &s.headerDone, nullptr));
+    BRAID_TRY(testOne(net, &s.payload, &s.payloadDone, &s.payloadBytes));
+  }
+  return ncclSuccess;
+}
+
 // Waits for a non-blocking connect or accept: `step` returns true once done.
 template <class Step>
 ncclResult_t untilConnected(const char* what, int peer, double timeoutS,
@@ -161,16 +172,10 @@ ncclResult_t NetSendEngine::progressLocked(bool* busy) {
     headerIssued_ = false;
     issued_++;
   }
-  const uint32_t end = issued_ + (headerIssued_ ? 1 : 0);
-  for (uint32_t p = released; p != end; p++) {
-    NetSlotRequests& s = inFlight_[p % nslots];
-    if (testOne(net_, &s.header, &s.headerDone, nullptr) != ncclSuccess ||
-        testOne(net_, &s.payload, &s.payloadDone, nullptr) != ncclSuccess)
-      return addContext(ncclRemoteError, "%s: sending to rank %d", label(net_).c_str(),
-                        end_.peer());
-  }
-  while (released != issued_ && inFlight_[released % nslots].headerDone &&
-         inFlight_[released % nslots].payloadDone) {
+  if (testSlots(net_, inFlight_, nslots, released, issued_ + (headerIssued_ ? 1 : 0)) !=
+      ncclSuccess)
+    return addContext(ncclRemoteError, "%s: sending to rank %d", label(net_).c_str(), end_.peer());
+  while (released != issued_ && inFlight_[released % nslots].complete()) {
     queue_.release();
     released++;
   }
@@ -316,16 +321,11 @@ ncclResult_t NetReceivePump::pullLocked() {
     headerPosted_ = false;
     posted_++;
   }
-  const uint32_t end = posted_ + (headerPosted_ ? 1 : 0);
-  for (uint32_t p = published_; p != end; p++) {
-    NetSlotRequests& s = inFlight_[p % nslots];
-    if (testOne(net_, &s.header, &s.headerDone, nullptr) != ncclSuccess ||
-        testOne(net_, &s.payload, &s.payloadDone, &s.payloadBytes) != ncclSuccess)
-      return addContext(ncclRemoteError, "%s: receiving from rank %d", label(net_).c_str(),
-                        end_.peer());
-  }
-  while (published_ != posted_ && inFlight_[published_ % nslots].headerDone &&
-         inFlight_[published_ % nslots].payloadDone) {
+  if (testSlots(net_, inFlight_, nslots, published_, posted_ + (headerPosted_ ? 1 : 0)) !=
+      ncclSuccess)
+    return addContext(ncclRemoteError, "%s: receiving from rank %d", label(net_).c_str(),
+                      end_.peer());
+  while (published_ != posted_ && inFlight_[published_ % nslots].complete()) {
     const uint32_t k = published_ % nslots;
     const SlotInfo& info = headers_[k].info;
     if (info.bytes > c->slotBytes || static_cast<int>(info.bytes) != inFlight_[k].payloadBytes)

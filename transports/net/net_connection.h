@@ -43,7 +43,8 @@ struct NetSlotRequests {
   void* payload = nullptr;
   bool headerDone = false;
   bool payloadDone = false;
-  int payloadBytes = 0;  ///< as test() reported (receives)
+  int payloadBytes = 0;  ///< as test() reported
+  bool complete() const { return headerDone && payloadDone; }
 };
 
 class NetSendEngine : public SlotPusher, public LivenessCheck {
