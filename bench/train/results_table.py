@@ -2,7 +2,7 @@
 """Turns a tools/train-bench --json file into a docs/results table file (kind "table", read by
 tools/results-report): the DDP step tables, one row per condition and rank count, with each
 backend's median step and communication share and the ratios to Braid with their per-round
-range.
+range; under load also each backend's no-op step and the CPUs' worth the spinners took.
 
     bench/train/results_table.py RAW.json OUT.json --title "..." --note "..." [--note ...]
 """
@@ -33,13 +33,17 @@ def ddp_tables(report):
         backends = [b for b in args["backends"] if any(r["backend"] == b for r in rows)]
         peers = [p for p in train_report.PEERS if p in backends and "braid" in backends]
         r0 = rows[0]
+        # Under load, the step with no communication and the CPU the spinners took meanwhile.
+        shares = any(r.get("corunner_cores") is not None for r in rows)
         table = {"title": f"DDP step, {train_report.SHAPE_TITLES[shape]} (batch {r0['batch']} per "
                           f"rank): MLP {'-'.join(map(str, r0['widths']))}, "
                           f"{r0['params'] / 1e6:.3g} M parameters ({r0['gradient_mib']:.3g} MiB "
                           f"of gradients, {r0['buckets']} buckets)",
                  "columns": ["load", "pinning", "ranks"]
                  + [c for b in backends for c in (f"{b} step (ms)", f"{b} comm")]
-                 + [f"{p}/braid" for p in peers],
+                 + [f"{p}/braid" for p in peers]
+                 + ([c for b in backends for c in (f"{b} no-op step (ms)",
+                                                    f"{b} spinners (CPUs)")] if shares else []),
                  "rows": []}
         for load in args["load"]:
             for pinning in args["pinning"]:
@@ -58,6 +62,11 @@ def ddp_tables(report):
                         x = next((x for x in summary["ratios"] if x["peer"] == p and
                                   (x["load"], x["pinning"], x["shape"], x["nranks"]) == key), None)
                         row.append(spread((x["ratio"], x["paired_runs"])) if x else "-")
+                    for b in backends if shares else []:
+                        r = case.get(b)
+                        cores = r.get("corunner_cores") if r else None
+                        row += [round(r["noop_step_ms"], 1) if r else "-",
+                                round(cores, 2) if cores is not None else "-"]
                     table["rows"].append(row)
         tables.append(table)
     return tables
@@ -91,7 +100,8 @@ def main():
            "cpus": len(host["cpus"]),
            "command": "tools/train-bench " + " ".join(
                f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}"
-               for k, v in args.items() if k in ("np", "backends", "programs", "repeat")),
+               for k, v in args.items()
+               if k in ("np", "backends", "programs", "load", "pinning", "repeat")),
            "tables": ddp_tables(report)}
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)

@@ -33,10 +33,14 @@ sys.path.insert(0, os.path.join(ROOT, "bench", "compare"))
 sys.path.insert(0, HERE)
 
 import runners  # noqa: E402  (bench/compare: run_command, CpuMeter)
+from corunner import CoRunner, parse_cores  # noqa: E402
 import train_report  # noqa: E402
 
 BACKENDS = ("braid", "gloo", "gloo-view", "mpi")
 PROGRAMS = ("ddp", "train_digits", "gradsync_bench")
+# idle; busy: a spinner per CPU in a session of its own; busy-job: in the job's session
+# (bench/train/corunner.py says what the difference is under autogroup scheduling).
+LOADS = ("idle", "busy", "busy-job")
 # examples/ddp/bench_ddp.py's large MLP: 12.6 M parameters, 48 MiB of gradients.
 LARGE = "1024,2048,2048,2048,1024,10"
 # Why each backend cannot run here (JSON: backend -> reason or null), in one interpreter start.
@@ -72,10 +76,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--backends", default=",".join(BACKENDS), help="DDP backends")
     p.add_argument("--programs", default=",".join(PROGRAMS),
                    help="what runs: ddp, train_digits, gradsync_bench")
-    p.add_argument("--load", default="idle,busy",
-                   help="idle, and/or busy: one spinning process per CPU (at this tool's "
-                   "priority, normally nice 0; each pinned to its CPU) started before and "
-                   "stopped after the condition's runs")
+    p.add_argument("--load", default="idle,busy,busy-job",
+                   help="idle, busy and/or busy-job: one spinning process per CPU (at this "
+                   "tool's priority, normally nice 0; each pinned to its CPU), in sessions of "
+                   "their own (busy: started before and stopped after the condition's runs) or "
+                   "in each run's session (busy-job); see bench/train/corunner.py")
     p.add_argument("--pinning", default="unpinned,pinned",
                    help="unpinned (as torchrun), and/or pinned: rank i bound to CPU i "
                    "(round robin when ranks outnumber CPUs)")
@@ -106,7 +111,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         args.gradsync_args = "--batch 4 --steps 1 --rounds 2 --warmup 1"
     args.np = [int(n) for n in csv_list(args.np)]
     for name, allowed in (("backends", BACKENDS), ("programs", PROGRAMS),
-                          ("load", ("idle", "busy")), ("pinning", ("unpinned", "pinned")),
+                          ("load", LOADS), ("pinning", ("unpinned", "pinned")),
                           ("shapes", ("comm", "compute"))):
         values = csv_list(getattr(args, name))
         bad = [v for v in values if v not in allowed]
@@ -117,25 +122,6 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         p.error("--np, --repeat and --steps must be positive")
     args.build_dir = os.path.abspath(args.build_dir)
     return args
-
-
-class CoRunner:
-    """One busy thread per CPU at the ranks' priority: a spinning process pinned to each CPU. It
-    is what a training host's other work (data loading, a second job) looks like to the ranks."""
-
-    def __init__(self, cpus: List[int]):
-        self.procs = []
-        for cpu in cpus:
-            proc = subprocess.Popen([sys.executable, "-c", "while True: pass"],
-                                    start_new_session=True)
-            os.sched_setaffinity(proc.pid, {cpu})
-            self.procs.append(proc)
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-        self.procs = []
 
 
 def python_package_dir() -> str:
@@ -158,6 +144,7 @@ class Bench:
         self.braidrun = os.path.join(args.build_dir, "bin", "braidrun")
         self.runs: List[dict] = []
         self.blocks: List[dict] = []
+        self.load, self.corunner = "idle", None
         self.skipped = {}  # backend or program -> why it cannot run here
         self.env = dict(os.environ, OMP_NUM_THREADS=str(args.threads),
                         PYTHONPATH=os.pathsep.join(
@@ -209,6 +196,9 @@ class Bench:
         if pinned:
             argv += [self.python, os.path.join(HERE, "pin_rank.py"),
                      "--cpus", ",".join(map(str, self.cpus)), "--"]
+        if self.load == "busy-job":  # the spinners start inside the run's own session
+            argv[:0] = [self.python, os.path.join(HERE, "corunner.py"),
+                        "--cpus", ",".join(map(str, self.cpus)), "--"]
         return argv + program
 
     def ddp_command(self, backend: str, nranks: int, pinned: bool) -> List[str]:
@@ -245,13 +235,14 @@ class Bench:
                 print(f"# skipped {what}: {why}", file=sys.stderr, flush=True)
         for round_ in range(a.repeat):
             for load, pinning in self.conditions():
+                self.load = load
                 meter = runners.CpuMeter()
-                corunner = CoRunner(self.cpus) if load == "busy" else None
+                self.corunner = CoRunner(self.cpus) if load == "busy" else None
                 try:
                     self.run_condition(round_, load, pinning, backends)
                 finally:
-                    if corunner:
-                        corunner.stop()
+                    if self.corunner:
+                        self.corunner.stop()
                 self.blocks.append({"round": round_, "load": load, "pinning": pinning,
                                     "cpu_others_percent": meter.others_percent(),
                                     "loadavg": os.getloadavg()})
@@ -277,7 +268,11 @@ class Bench:
                          self.gradsync_command(nranks, pinned), train_report.parse_gradsync)
 
     def one(self, case: dict, argv: List[str], parse) -> None:
+        if self.corunner:
+            self.corunner.mark()
         result = runners.run_command(argv, self.env, self.args.timeout + 30)
+        # The CPUs' worth the spinners took meanwhile: what the scheduler did not give the job.
+        cores = self.corunner.cores() if self.corunner else parse_cores(result.stderr)
         parsed, why = parse(result.stdout) if result.returncode == 0 else (None, None)
         if result.returncode != 0 or parsed is None:
             status = ("timed out" if result.returncode is None
@@ -288,6 +283,7 @@ class Bench:
                   + "".join(f"\n#   {line}" for line in tail), file=sys.stderr, flush=True)
         self.runs.append(dict(case, command=result.command, returncode=result.returncode,
                               seconds=round(result.seconds, 3), result=parsed,
+                              corunner_cores=None if cores is None else round(cores, 3),
                               error=None if parsed else why))
 
 
@@ -316,6 +312,14 @@ def describe(case: dict) -> str:
     return ", ".join(p for p in parts if p)
 
 
+def read_first_line(path: str) -> Optional[str]:
+    try:
+        with open(path) as f:
+            return f.readline().strip()
+    except OSError:
+        return None
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     started = datetime.datetime.now(datetime.timezone.utc)
@@ -325,6 +329,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     summary = train_report.summarize(bench.runs, args)
     host = {"name": platform.node(), "cpus": bench.cpus, "python": sys.executable,
             "nice": os.nice(0), "loadavg_at_start": load_at_start,
+            # 1: CPU is shared between sessions first (what separates busy from busy-job).
+            "sched_autogroup": read_first_line("/proc/sys/kernel/sched_autogroup_enabled"),
             # Settings the ranks inherit that change how they run.
             "environment": {k: v for k, v in sorted(os.environ.items())
                             if k.startswith(("BRAID_", "NCCL_", "OMP_", "OMPI_MCA_"))},

@@ -119,6 +119,8 @@ def summarize_ddp(summary, runs, case, batch, backends) -> None:
                    cpu_ms=median([x["cpu_ms"] for x in results]),
                    noop_cpu_ms=median([x["noop_cpu_ms"] for x in results]),
                    replica_max_difference=max(x["replica_max_difference"] for x in results),
+                   corunner_cores=median([r["corunner_cores"] for r in mine
+                                          if r.get("corunner_cores") is not None]),
                    step_ms_runs=[x["step_median_ms"] for x in results],
                    comm_share_runs=[x["comm_share"] for x in results])
         summary["ddp"].append(row)
@@ -189,13 +191,14 @@ def format_report(summary, blocks, skipped, host, args) -> str:
         out.append("# CPU used by other processes per round and condition: " + ", ".join(
             f"{b['load']}/{b['pinning']} {others(b)}" for b in blocks))
     out += format_ddp(summary, args)
+    out += format_scheduler_share(summary, args)
     out += format_programs(summary)
     if summary["targets"]:
         out.append("\n== Targets: DDP step gloo/braid (comm-bound >= 1.3, compute-bound >= 1.0)"
                    " ==")
         for t in summary["targets"]:
             every = ", in every round" if t["met_in_every_run"] else ""
-            out.append(f"{SHAPE_TITLES[t['shape']]:>13} {t['nranks']} ranks {t['load']:>4} "
+            out.append(f"{SHAPE_TITLES[t['shape']]:>13} {t['nranks']} ranks {t['load']:>8} "
                        f"{t['pinning']:>8}: {t['ratio']:.2f} vs {t['target']:.1f}: "
                        f"{'met' + every if t['met'] else 'NOT met'}")
     for what, why in skipped.items():
@@ -215,7 +218,7 @@ def format_ddp(summary, args) -> List[str]:
                    f"gradients in {r0['buckets']} bucket(s)), batch {r0['batch']} per rank ==")
         backends = [b for b in args.backends if any(r["backend"] == b for r in rows)]
         peers = [p for p in PEERS if p in backends and "braid" in backends]
-        out.append(f"{'load':<5}{'pinning':<9}{'ranks':>5} |"
+        out.append(f"{'load':<9}{'pinning':<9}{'ranks':>5} |"
                    + "".join(f"{b + ' ms':>10} {'comm':>5} |" for b in backends)
                    + "".join(f" {p + '/braid':<17}" for p in peers))
         for load in args.load:
@@ -225,7 +228,7 @@ def format_ddp(summary, args) -> List[str]:
                             (load, pinning, nranks)]
                     if not case:
                         continue
-                    line = f"{load:<5}{pinning:<9}{nranks:>5} |"
+                    line = f"{load:<9}{pinning:<9}{nranks:>5} |"
                     for b in backends:
                         row = next((r for r in case if r["backend"] == b), None)
                         line += (f"{ms(row['step_ms']):>10} {pct(row['comm_share']):>5} |"
@@ -240,25 +243,53 @@ def format_ddp(summary, args) -> List[str]:
     return out
 
 
+def format_scheduler_share(summary, args) -> List[str]:
+    """Under load, how much CPU the spinners took while each backend ran, beside the step with
+    no communication at all: where the no-op steps differ, so did the CPU the scheduler gave
+    the job, not the communication."""
+    rows = [r for r in summary["ddp"] if r.get("corunner_cores") is not None]
+    if not rows:
+        return []
+    backends = [b for b in args.backends if any(r["backend"] == b for r in rows)]
+    out = ["\n== Under load: CPUs' worth the spinners took during each backend's runs, and the "
+           "no-op step (no communication) ==",
+           f"{'load':<9}{'pinning':<9}{'ranks':>5} {'shape':<8}|"
+           + "".join(f"{b + ' spin':>15} {'no-op ms':>9} |" for b in backends)]
+    seen = []
+    for r in rows:
+        key = (r["load"], r["pinning"], r["nranks"], r["shape"])
+        if key in seen:
+            continue
+        seen.append(key)
+        line = f"{key[0]:<9}{key[1]:<9}{key[2]:>5} {key[3]:<8}|"
+        for b in backends:
+            row = next((x for x in rows if x["backend"] == b and
+                        (x["load"], x["pinning"], x["nranks"], x["shape"]) == key), None)
+            line += (f"{row['corunner_cores']:>15.2f} {ms(row['noop_step_ms']):>9} |" if row
+                     else f"{'-':>15} {'-':>9} |")
+        out.append(line)
+    return out
+
+
 def format_programs(summary) -> List[str]:
     out = []
     if summary["train_digits"]:
         out.append("\n== GradSync: train_digits (64-128-128-10 MLP, 102 KiB of gradients, "
                    "global batch 64) ==  comm = time in finish() / step")
-        out.append(f"{'load':<5}{'pinning':<9}{'ranks':>5} {'step ms':>9} {'wait ms':>9} "
+        out.append(f"{'load':<9}{'pinning':<9}{'ranks':>5} {'step ms':>9} {'wait ms':>9} "
                    f"{'comm':>5}  runs (step ms)")
         for r in summary["train_digits"]:
-            out.append(f"{r['load']:<5}{r['pinning']:<9}{r['nranks']:>5} {ms(r['step_ms']):>9} "
+            out.append(f"{r['load']:<9}{r['pinning']:<9}{r['nranks']:>5} {ms(r['step_ms']):>9} "
                        f"{ms(r['finish_wait_ms']):>9} {pct(r['comm_share']):>5}  "
                        + " ".join(ms(v) for v in r["step_ms_runs"]))
     if summary["gradsync_bench"]:
         out.append("\n== GradSync: gradsync_bench (step ms; comm = (step - no sync) / step) ==")
-        out.append(f"{'load':<5}{'pinning':<9}{'ranks':>5} {'no sync':>9} "
+        out.append(f"{'load':<9}{'pinning':<9}{'ranks':>5} {'no sync':>9} "
                    f"{'after bwd':>9} {'comm':>5} {'GradSync':>9} {'comm':>5} "
                    f"{'small bkt':>9} {'comm':>5}")
         for r in summary["gradsync_bench"]:
             m = r["modes"]
-            out.append(f"{r['load']:<5}{r['pinning']:<9}{r['nranks']:>5} "
+            out.append(f"{r['load']:<9}{r['pinning']:<9}{r['nranks']:>5} "
                        f"{ms(m['nosync']['step_ms']):>9} "
                        + " ".join(f"{ms(m[k]['step_ms']):>9} {pct(m[k]['comm_share']):>5}"
                                   for k in ("after_backward", "gradsync", "gradsync_small")))

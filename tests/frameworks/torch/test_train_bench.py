@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -76,13 +77,39 @@ def test_smoke_run_reports_every_field(tmp_path):
 
 
 def test_co_runner_spins_one_process_per_cpu():
-    import train_bench
+    import corunner
 
     cpus = sorted(os.sched_getaffinity(0))
-    corunner = train_bench.CoRunner(cpus)
-    try:
-        assert [os.sched_getaffinity(p.pid) for p in corunner.procs] == [{c} for c in cpus]
-        assert all(p.poll() is None for p in corunner.procs)
-    finally:
-        corunner.stop()
-    assert corunner.procs == []
+    for own_session in (True, False):
+        spinners = corunner.CoRunner(cpus, own_session=own_session)
+        try:
+            assert [os.sched_getaffinity(p.pid) for p in spinners.procs] == [{c} for c in cpus]
+            assert all(p.poll() is None for p in spinners.procs)
+            # busy: sessions of their own (autogroups of their own); busy-job: the caller's.
+            sessions = {os.getsid(p.pid) for p in spinners.procs}
+            assert (os.getsid(0) not in sessions) == own_session, (own_session, sessions)
+            spinners.mark()
+            time.sleep(0.3)
+            assert spinners.cores() > 0.2, spinners.cores()  # at least one spinner ran
+        finally:
+            spinners.stop()
+        assert spinners.procs == []
+
+
+def test_busy_job_wrapper_spins_in_the_runs_session_and_reports_its_share():
+    """corunner.py starts the spinners in its own session (where train_bench's run_command
+    puts the launcher), runs the command, prints the share and leaves no spinner behind."""
+    child = ("import os, time; time.sleep(0.5); "
+             "print(sorted(p for p in os.listdir('/proc') if p.isdigit() and "
+             "os.getsid(int(p)) == os.getsid(0) and "
+             "open(f'/proc/{p}/cmdline').read().endswith(chr(0) + 'while True: pass' + chr(0))))")
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    done = subprocess.run([sys.executable, os.path.join(BENCH, "corunner.py"), "--cpus",
+                           str(cpu), "--", sys.executable, "-c", child],
+                          capture_output=True, text=True, timeout=60, start_new_session=True)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout.replace("'", '"'))) == 1, done.stdout  # in the session
+    import corunner
+
+    cores = corunner.parse_cores(done.stderr)
+    assert cores is not None and 0.2 < cores <= 1.2, done.stderr
