@@ -1,0 +1,21 @@
+// The collective kernel: one launch runs a whole collective of one rank on the GPU, a block per
+// channel, each block running the schedule of kernels/device/collective.h (the code the
+// emulation runs on CPU threads). No host thread takes part: the blocks of the ranks hand
+// chunks to each other through the FIFOs in peer-visible device memory.
+#pragma once
+
+#include "kernels/device/fifo.h"
+
+namespace braid::kernels::cuda {
+
+/// Threads per block of the collective kernel.
+inline constexpr int kCollectiveThreads = 256;
+
+/// Launches `args` on `stream` (a cudaStream_t): args.comm.channels blocks. `status` is device
+/// (or mapped host) memory of args.comm.channels ints that receive each channel's
+/// device::ChannelStatus. Returns 0 or the cudaError_t of the launch; a reason the arguments
+/// cannot run is returned through `why` (then nothing is launched and the result is -1).
+int launchCollective(const device::CollectiveArgs& args, int* status, void* stream,
+                     const char** why);
+
+}  // namespace braid::kernels::cuda

@@ -1,0 +1,125 @@
+#include "kernels/device/emulation.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "kernels/cuda/dispatch.h"
+#include "kernels/device/collective.h"
+
+namespace braid::kernels::device {
+
+struct EmulatedWorld::Memory {
+  std::vector<DeviceFifo> fifos;  ///< [(to * nranks + from) * channels + channel]
+  std::vector<std::unique_ptr<char[]>> simple;
+  std::vector<std::unique_ptr<std::uint64_t[]>> lines;
+  std::vector<std::vector<DeviceFifo*>> inbox, outbox;  ///< per rank, [channel * n + peer]
+  std::vector<std::unique_ptr<char[]>> scratch;         ///< per rank
+  std::size_t scratchPerChannel = 0;
+  int abort = 0;
+};
+
+EmulatedWorld::EmulatedWorld(int nranks, int channels, FifoShape shape)
+    : nranks_(nranks), channels_(channels), shape_(shape), memory_(std::make_unique<Memory>()) {
+  Memory& m = *memory_;
+  const std::size_t count = static_cast<std::size_t>(nranks) * nranks * channels;
+  m.fifos.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    DeviceFifo& f = m.fifos[i];
+    f = DeviceFifo{};
+    m.simple.emplace_back(new char[std::size_t{shape.slots} * shape.simpleSlotBytes]());
+    m.lines.emplace_back(new std::uint64_t[std::size_t{shape.slots} * shape.llSlotBytes / 4]());
+    f.simple = m.simple.back().get();
+    f.lines = m.lines.back().get();
+    f.slots = shape.slots;
+    f.simpleSlotBytes = shape.simpleSlotBytes;
+    f.llSlotBytes = shape.llSlotBytes;
+  }
+  auto at = [&](int from, int to, int channel) {
+    return &m.fifos[(static_cast<std::size_t>(to) * nranks + from) * channels + channel];
+  };
+  m.inbox.resize(nranks);
+  m.outbox.resize(nranks);
+  m.scratchPerChannel = 2 * std::max(shape.simpleSlotBytes, shape.llSlotBytes);
+  for (int r = 0; r < nranks; ++r) {
+    for (int c = 0; c < channels; ++c) {
+      for (int p = 0; p < nranks; ++p) {
+        m.inbox[r].push_back(at(p, r, c));
+        m.outbox[r].push_back(at(r, p, c));
+      }
+    }
+    m.scratch.emplace_back(new char[m.scratchPerChannel * channels]());
+  }
+}
+
+EmulatedWorld::~EmulatedWorld() = default;
+
+DeviceComm EmulatedWorld::comm(int rank) const {
+  DeviceComm c;
+  c.rank = rank;
+  c.nranks = nranks_;
+  c.channels = channels_;
+  c.inbox = memory_->inbox[rank].data();
+  c.outbox = memory_->outbox[rank].data();
+  c.scratch = memory_->scratch[rank].get();
+  c.scratchBytesPerChannel = memory_->scratchPerChannel;
+  c.abort = &memory_->abort;
+  return c;
+}
+
+const DeviceFifo& EmulatedWorld::fifo(int from, int to, int channel) const {
+  return memory_->fifos[(static_cast<std::size_t>(to) * nranks_ + from) * channels_ + channel];
+}
+
+std::string EmulatedWorld::launch(const std::vector<CollectiveArgs>& args,
+                                  std::chrono::milliseconds deadline) {
+  if (static_cast<int>(args.size()) != nranks_) return "one CollectiveArgs per rank is needed";
+  for (const CollectiveArgs& a : args) {
+    if (const char* why = unsupported(a))
+      return std::string("rank ") + std::to_string(a.comm.rank) + ": " + why;
+    if (a.comm.channels > channels_) return "more channels than the world has";
+  }
+  std::atomic_ref<int>(memory_->abort).store(0, std::memory_order_relaxed);
+  const int blocks = nranks_ * args[0].comm.channels;
+  std::vector<int> status(blocks, kChannelOk);
+  std::mutex mutex;
+  std::condition_variable done;
+  int running = blocks;
+  std::vector<std::thread> threads;
+  threads.reserve(blocks);
+  for (int r = 0; r < nranks_; ++r) {
+    for (int c = 0; c < args[r].comm.channels; ++c) {
+      threads.emplace_back([&, r, c] {
+        const CollectiveArgs& a = args[r];
+        BlockShared shared{};
+        int result = kChannelBadArguments;
+        cuda::withDtypeAndOp(a.op.dtype, a.op.op, [&]<int D, class Op>() {
+          result = runChannel<D, Op>(a, c, Block{}, &shared);
+        });
+        std::lock_guard<std::mutex> lock(mutex);
+        status[r * a.comm.channels + c] = result;
+        if (--running == 0) done.notify_all();
+      });
+    }
+  }
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!done.wait_for(lock, deadline, [&] { return running == 0; }))
+      std::atomic_ref<int>(memory_->abort).store(1, std::memory_order_relaxed);
+  }
+  for (std::thread& t : threads) t.join();
+  std::string error;
+  for (int i = 0; i < blocks; ++i) {
+    if (status[i] == kChannelOk) continue;
+    const int channels = args[0].comm.channels;
+    error += (error.empty() ? "" : "; ") + std::string("rank ") + std::to_string(i / channels) +
+             " channel " + std::to_string(i % channels) +
+             (status[i] == kChannelAborted ? " gave up waiting (abort raised at the deadline)"
+                                           : " could not run these arguments");
+  }
+  return error;
+}
+
+}  // namespace braid::kernels::device

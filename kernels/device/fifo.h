@@ -1,0 +1,88 @@
+// What the blocks of two ranks share for one direction of one channel: a FIFO of slots in the
+// receiver's memory, with the two counters that hand slots back and forth, and the descriptor of
+// one launch of a collective on one rank.
+//
+// Two protocols use the same FIFO and the same step numbers, so successive calls may use either:
+// - Simple: the sender writes a chunk into slot (step % slots), then publishes `tail = step + 1`
+//   with a release store behind a fence; the receiver's acquire load of `tail` makes the chunk
+//   visible. One flag per chunk: bandwidth.
+// - LL (low latency): each 8-byte word of a slot's line array carries 4 bytes of data and a
+//   4-byte flag (step + 1); the receiver polls the words themselves, so there is no fence and no
+//   second round trip for the flag: latency. Half of the memory moved is flags.
+// In both, the receiver hands the slot back with `head = step + 1` (release) once it has read it,
+// and the sender waits until `step - head < slots` before writing. The sender is the only writer
+// of `tail` and the receiver the only writer of `head`, so both counters are also the two sides'
+// step numbers, kept from one launch to the next.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/ops.h"
+#include "kernels/reduce.h"
+
+namespace braid::kernels::device {
+
+enum class Protocol : int { kSimple = 0, kLL = 1 };
+enum class Algorithm : int { kRing = 0, kTree = 1, kOneShot = 2 };
+enum class Collective : int {
+  kAllReduce = 0,
+  kBroadcast = 1,
+  kReduce = 2,
+  kAllGather = 3,
+  kReduceScatter = 4,
+};
+
+struct alignas(128) DeviceFifo {
+  std::uint64_t tail;  ///< chunks published by the sender (its own step)
+  char pad0[120];
+  std::uint64_t head;  ///< chunks the receiver has read and handed back (its own step)
+  char pad1[120];
+  char* simple;                   ///< slots * simpleSlotBytes
+  std::uint64_t* lines;           ///< slots * (llSlotBytes / 4) words: {flag << 32 | 4 data bytes}
+  std::uint32_t slots;            ///< slots in flight, at least 2
+  std::uint32_t simpleSlotBytes;  ///< a multiple of 16
+  std::uint32_t llSlotBytes;      ///< data bytes per LL slot, a multiple of 8
+};
+
+/// The LL flag of a step: never 0 (the value of fresh memory) for the first 2^32 - 1 steps.
+BRAID_HOST_DEVICE inline std::uint32_t llFlag(std::uint64_t step) {
+  return static_cast<std::uint32_t>(step + 1);
+}
+
+/// One rank's view of the FIFOs of a communicator: for channel c and peer p, inbox[c * nranks
+/// + p] receives from p (it lives in this rank's memory) and outbox[c * nranks + p] is p's inbox
+/// for this rank. A rank's own entries are unused.
+struct DeviceComm {
+  int rank = 0;
+  int nranks = 1;
+  int channels = 1;
+  DeviceFifo* const* inbox = nullptr;
+  DeviceFifo* const* outbox = nullptr;
+  /// Per channel, 2 * maxSlotBytes of this rank's memory: where LL data is unpacked and built.
+  char* scratch = nullptr;
+  std::size_t scratchBytesPerChannel = 0;
+  /// Set non-zero by the host to make every wait give up (a peer is gone, a deadline passed);
+  /// read as a relaxed atomic (host) or volatile (device) word.
+  const int* abort = nullptr;
+};
+
+/// One collective call on one rank. Counts are in elements of op.dtype: the whole buffer for
+/// all-reduce, broadcast and reduce, each rank's part for all-gather (send count) and
+/// reduce-scatter (receive count).
+struct CollectiveArgs {
+  Collective collective = Collective::kAllReduce;
+  Algorithm algorithm = Algorithm::kRing;
+  Protocol protocol = Protocol::kSimple;
+  int root = 0;
+  std::size_t count = 0;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  ReduceOp op;
+  DeviceComm comm;
+};
+
+/// What a channel reports back (a word per channel the host reads after the launch).
+enum ChannelStatus : int { kChannelOk = 0, kChannelAborted = 1, kChannelBadArguments = 2 };
+
+}  // namespace braid::kernels::device
