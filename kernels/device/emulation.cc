@@ -80,6 +80,9 @@ std::string EmulatedWorld::launch(const std::vector<CollectiveArgs>& args,
     if (const char* why = unsupported(a))
       return std::string("rank ") + std::to_string(a.comm.rank) + ": " + why;
     if (a.comm.channels > channels_) return "more channels than the world has";
+    if (a.comm.channels != args[0].comm.channels)
+      return "rank " + std::to_string(a.comm.rank) + " runs " + std::to_string(a.comm.channels) +
+             " channels, rank 0 " + std::to_string(args[0].comm.channels);
   }
   std::atomic_ref<int>(memory_->abort).store(0, std::memory_order_relaxed);
   const int blocks = nranks_ * args[0].comm.channels;

@@ -21,12 +21,12 @@ namespace {
 
 constexpr unsigned char kPoison = 0xA5;
 
-// Under ThreadSanitizer (5-15x slower) the sweep keeps every schedule, protocol, rank and
-// channel count and every element size, with fewer dtypes, ops and counts.
-#if defined(__SANITIZE_THREAD__)
+// Under ThreadSanitizer (5-15x slower) and AddressSanitizer the sweep keeps every schedule,
+// protocol, rank and channel count and every element size, with fewer dtypes, ops and counts.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 constexpr bool kSanitized = true;
 #elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
 constexpr bool kSanitized = true;
 #else
 constexpr bool kSanitized = false;

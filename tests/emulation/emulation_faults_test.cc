@@ -95,6 +95,11 @@ TEST(EmulationFaults, ArgumentsTheSchedulesCannotRunAreRefused) {
   args[1].root = 0;
   args[0].comm.channels = 2;
   EXPECT_NE(world.launch(args).find("more channels"), std::string::npos);
+  EmulatedWorld wide(2, 2);
+  args[0].comm = wide.comm(0);
+  args[1].comm = wide.comm(1);
+  args[1].comm.channels = 1;
+  EXPECT_NE(wide.launch(args).find("rank 1 runs 1 channels, rank 0 2"), std::string::npos);
 }
 
 TEST(EmulationFaults, AnEmptyCollectiveMovesNothing) {
