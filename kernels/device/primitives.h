@@ -49,7 +49,7 @@ BRAID_DEVICE_FN bool abortRaised(const ChannelContext& c) {
 #if defined(__CUDA_ARCH__)
   return *reinterpret_cast<const volatile int*>(word) != 0;
 #else
-  return std::atomic_ref<const int>(*word).load(std::memory_order_relaxed) != 0;
+  return std::atomic_ref<int>(const_cast<int&>(*word)).load(std::memory_order_relaxed) != 0;
 #endif
 }
 

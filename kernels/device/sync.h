@@ -6,8 +6,9 @@
 // functions here: acquire loads and release stores of 64-bit words at system scope (a peer may
 // be another GPU or the host), relaxed ones for the LL lines (whose data and flag travel in one
 // word), and a pause between polls. On the host they are std::atomic_ref operations, so
-// ThreadSanitizer checks the emulation's orderings; on the GPU they are the PTX instructions of
-// the same meaning (sm_70 and later).
+// ThreadSanitizer checks the emulation's orderings (C++20's atomic_ref takes no const type,
+// hence the casts on loads); on the GPU they are the PTX instructions of the same meaning
+// (sm_70 and later).
 #pragma once
 
 #include <cstdint>
@@ -33,7 +34,8 @@ BRAID_DEVICE_FN std::uint64_t loadAcquire(const std::uint64_t* word) {
   asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(value) : "l"(word) : "memory");
   return value;
 #else
-  return std::atomic_ref<const std::uint64_t>(*word).load(std::memory_order_acquire);
+  return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(*word))
+      .load(std::memory_order_acquire);
 #endif
 }
 
@@ -51,7 +53,8 @@ BRAID_DEVICE_FN std::uint64_t loadRelaxed(const std::uint64_t* word) {
   asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(value) : "l"(word) : "memory");
   return value;
 #else
-  return std::atomic_ref<const std::uint64_t>(*word).load(std::memory_order_relaxed);
+  return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(*word))
+      .load(std::memory_order_relaxed);
 #endif
 }
 
