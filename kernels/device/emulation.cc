@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
+#include <new>
 #include <thread>
 
 #include "kernels/cuda/dispatch.h"
@@ -11,12 +13,47 @@
 
 namespace braid::kernels::device {
 
+namespace {
+
+/// Channel `c` of `a` on the calling thread.
+int runChannelHere(const CollectiveArgs& a, int c) {
+  BlockShared shared{};
+  int result = kChannelBadArguments;
+  cuda::withDtypeAndOp(a.op.dtype, a.op.op, [&]<int D, class Op>() {
+    result = runChannel<D, Op>(a, c, Block{}, &shared);
+  });
+  return result;
+}
+
+struct AlignedFree {
+  void operator()(char* p) const { ::operator delete[](p, std::align_val_t{128}); }
+};
+using AlignedBlock = std::unique_ptr<char[], AlignedFree>;
+
+AlignedBlock alignedZeroed(std::size_t bytes) {
+  AlignedBlock b(static_cast<char*>(::operator new[](bytes, std::align_val_t{128})));
+  std::memset(b.get(), 0, bytes);
+  return b;
+}
+
+}  // namespace
+
+int runLaunchOnThreads(const CollectiveArgs& a, int* status) {
+  std::vector<std::thread> threads;
+  threads.reserve(a.comm.channels);
+  for (int c = 0; c < a.comm.channels; ++c)
+    threads.emplace_back([&, c] { status[c] = runChannelHere(a, c); });
+  for (std::thread& t : threads) t.join();
+  for (int c = 0; c < a.comm.channels; ++c)
+    if (status[c] != kChannelOk) return status[c];
+  return kChannelOk;
+}
+
 struct EmulatedWorld::Memory {
-  std::vector<DeviceFifo> fifos;  ///< [(to * nranks + from) * channels + channel]
-  std::vector<std::unique_ptr<char[]>> simple;
-  std::vector<std::unique_ptr<std::uint64_t[]>> lines;
+  std::vector<AlignedBlock> fifos;  ///< [(to * nranks + from) * channels + channel]
   std::vector<std::vector<DeviceFifo*>> inbox, outbox;  ///< per rank, [channel * n + peer]
   std::vector<std::unique_ptr<char[]>> scratch;         ///< per rank
+  std::vector<std::vector<std::uint64_t>> sent;         ///< per rank, [channel * n + peer]
   std::size_t scratchPerChannel = 0;
   int abort = 0;
 };
@@ -25,20 +62,13 @@ EmulatedWorld::EmulatedWorld(int nranks, int channels, FifoShape shape)
     : nranks_(nranks), channels_(channels), shape_(shape), memory_(std::make_unique<Memory>()) {
   Memory& m = *memory_;
   const std::size_t count = static_cast<std::size_t>(nranks) * nranks * channels;
-  m.fifos.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
-    DeviceFifo& f = m.fifos[i];
-    f = DeviceFifo{};
-    m.simple.emplace_back(new char[std::size_t{shape.slots} * shape.simpleSlotBytes]());
-    m.lines.emplace_back(new std::uint64_t[std::size_t{shape.slots} * shape.llSlotBytes / 4]());
-    f.simple = m.simple.back().get();
-    f.lines = m.lines.back().get();
-    f.slots = shape.slots;
-    f.simpleSlotBytes = shape.simpleSlotBytes;
-    f.llSlotBytes = shape.llSlotBytes;
+    m.fifos.push_back(alignedZeroed(fifoBytes(shape)));
+    *reinterpret_cast<DeviceFifo*>(m.fifos.back().get()) = fifoHeader(shape);
   }
   auto at = [&](int from, int to, int channel) {
-    return &m.fifos[(static_cast<std::size_t>(to) * nranks + from) * channels + channel];
+    return reinterpret_cast<DeviceFifo*>(
+        m.fifos[(static_cast<std::size_t>(to) * nranks + from) * channels + channel].get());
   };
   m.inbox.resize(nranks);
   m.outbox.resize(nranks);
@@ -51,6 +81,7 @@ EmulatedWorld::EmulatedWorld(int nranks, int channels, FifoShape shape)
       }
     }
     m.scratch.emplace_back(new char[m.scratchPerChannel * channels]());
+    m.sent.emplace_back(static_cast<std::size_t>(channels) * nranks, 0);
   }
 }
 
@@ -64,13 +95,19 @@ DeviceComm EmulatedWorld::comm(int rank) const {
   c.inbox = memory_->inbox[rank].data();
   c.outbox = memory_->outbox[rank].data();
   c.scratch = memory_->scratch[rank].get();
+  c.sent = memory_->sent[rank].data();
   c.scratchBytesPerChannel = memory_->scratchPerChannel;
   c.abort = &memory_->abort;
   return c;
 }
 
 const DeviceFifo& EmulatedWorld::fifo(int from, int to, int channel) const {
-  return memory_->fifos[(static_cast<std::size_t>(to) * nranks_ + from) * channels_ + channel];
+  return *reinterpret_cast<const DeviceFifo*>(
+      memory_->fifos[(static_cast<std::size_t>(to) * nranks_ + from) * channels_ + channel].get());
+}
+
+std::uint64_t EmulatedWorld::sent(int from, int to, int channel) const {
+  return memory_->sent[from][static_cast<std::size_t>(channel) * nranks_ + to];
 }
 
 std::string EmulatedWorld::launch(const std::vector<CollectiveArgs>& args,
@@ -96,11 +133,7 @@ std::string EmulatedWorld::launch(const std::vector<CollectiveArgs>& args,
     for (int c = 0; c < args[r].comm.channels; ++c) {
       threads.emplace_back([&, r, c] {
         const CollectiveArgs& a = args[r];
-        BlockShared shared{};
-        int result = kChannelBadArguments;
-        cuda::withDtypeAndOp(a.op.dtype, a.op.op, [&]<int D, class Op>() {
-          result = runChannel<D, Op>(a, c, Block{}, &shared);
-        });
+        const int result = runChannelHere(a, c);
         std::lock_guard<std::mutex> lock(mutex);
         status[r * a.comm.channels + c] = result;
         if (--running == 0) done.notify_all();

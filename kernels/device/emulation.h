@@ -14,11 +14,11 @@
 
 namespace braid::kernels::device {
 
-struct FifoShape {
-  std::uint32_t slots = 4;
-  std::uint32_t simpleSlotBytes = 4096;
-  std::uint32_t llSlotBytes = 1024;
-};
+/// Runs every channel of one rank's launch `a` on a thread of its own (block `c` is channel
+/// c) and returns when all have ended, as a kernel of that rank would: the blocks of the other
+/// ranks run elsewhere (their own launches) and meet these through the FIFOs. `status` receives
+/// each channel's ChannelStatus. Returns kChannelOk, or the first other status.
+int runLaunchOnThreads(const CollectiveArgs& a, int* status);
 
 /// n ranks' FIFOs (every ordered pair, every channel), their scratch, and the abort word.
 class EmulatedWorld {
@@ -41,6 +41,8 @@ class EmulatedWorld {
 
   /// The FIFO from `from` to `to` on `channel` (for tests that look at the counters).
   const DeviceFifo& fifo(int from, int to, int channel) const;
+  /// The chunks `from` has sent to `to` on `channel` (the sender's own step count).
+  std::uint64_t sent(int from, int to, int channel) const;
 
  private:
   struct Memory;

@@ -10,9 +10,12 @@
 //   4-byte flag (step + 1); the receiver polls the words themselves, so there is no fence and no
 //   second round trip for the flag: latency. Half of the memory moved is flags.
 // In both, the receiver hands the slot back with `head = step + 1` (release) once it has read it,
-// and the sender waits until `step - head < slots` before writing. The sender is the only writer
-// of `tail` and the receiver the only writer of `head`, so both counters are also the two sides'
-// step numbers, kept from one launch to the next.
+// and the sender waits until `step - head < slots` before writing. The receiver is the only
+// writer of `head`, its step number; the sender keeps its own step number in its own memory
+// (DeviceComm::sent), both kept from one launch to the next. Under Simple `tail` follows it (a
+// jump forward after LL steps is harmless: the receiver waits for `tail > step`). Once the
+// receiver has read a launch's last chunk, nothing of that launch writes into its memory again,
+// so a rank may free its FIFOs once its own launches are done.
 #pragma once
 
 #include <cstddef>
@@ -33,17 +36,48 @@ enum class Collective : int {
   kReduceScatter = 4,
 };
 
+/// The header of one FIFO; its slots follow it in the same allocation, found by offsets from the
+/// header (not pointers), so the header means the same in every process that maps it: a sender
+/// in another process reaches the slots through its own mapping of the receiver's memory.
 struct alignas(128) DeviceFifo {
-  std::uint64_t tail;  ///< chunks published by the sender (its own step)
+  std::uint64_t tail;  ///< chunks published by the sender under Simple (LL lines carry their own
+                       ///< flags); the sender's step count is its DeviceComm::sent
   char pad0[120];
   std::uint64_t head;  ///< chunks the receiver has read and handed back (its own step)
   char pad1[120];
-  char* simple;                   ///< slots * simpleSlotBytes
-  std::uint64_t* lines;           ///< slots * (llSlotBytes / 4) words: {flag << 32 | 4 data bytes}
+  std::uint64_t simpleOffset;     ///< from the header: slots * simpleSlotBytes
+  std::uint64_t linesOffset;      ///< from the header: slots * (llSlotBytes / 4) words, each
+                                  ///< {flag << 32 | 4 data bytes}
   std::uint32_t slots;            ///< slots in flight, at least 2
   std::uint32_t simpleSlotBytes;  ///< a multiple of 16
   std::uint32_t llSlotBytes;      ///< data bytes per LL slot, a multiple of 8
 };
+
+/// The size of a FIFO's slots: the same on both ends of every FIFO of a communicator.
+struct FifoShape {
+  std::uint32_t slots = 4;
+  std::uint32_t simpleSlotBytes = 4096;
+  std::uint32_t llSlotBytes = 1024;
+};
+
+/// Bytes of one FIFO (header and slots) of `shape`, a multiple of 128.
+inline std::size_t fifoBytes(const FifoShape& shape) {
+  const std::size_t simple = std::size_t{shape.slots} * shape.simpleSlotBytes;
+  const std::size_t lines = std::size_t{shape.slots} * (shape.llSlotBytes / 4) * 8;
+  return (sizeof(DeviceFifo) + simple + lines + 127) / 128 * 128;
+}
+
+/// The header a FIFO of `shape` starts with (counters at 0; the slots must start zeroed, so
+/// that no LL flag matches before the sender writes it).
+inline DeviceFifo fifoHeader(const FifoShape& shape) {
+  DeviceFifo f{};
+  f.simpleOffset = sizeof(DeviceFifo);
+  f.linesOffset = sizeof(DeviceFifo) + std::size_t{shape.slots} * shape.simpleSlotBytes;
+  f.slots = shape.slots;
+  f.simpleSlotBytes = shape.simpleSlotBytes;
+  f.llSlotBytes = shape.llSlotBytes;
+  return f;
+}
 
 /// The LL flag of a step: never 0 (the value of fresh memory) for the first 2^32 - 1 steps.
 BRAID_HOST_DEVICE inline std::uint32_t llFlag(std::uint64_t step) {
@@ -59,12 +93,17 @@ struct DeviceComm {
   int channels = 1;
   DeviceFifo* const* inbox = nullptr;
   DeviceFifo* const* outbox = nullptr;
+  /// sent[c * nranks + p]: the chunks this rank has sent to p on channel c (its own memory).
+  std::uint64_t* sent = nullptr;
   /// Per channel, 2 * maxSlotBytes of this rank's memory: where LL data is unpacked and built.
   char* scratch = nullptr;
   std::size_t scratchBytesPerChannel = 0;
   /// Set non-zero by the host to make every wait give up (a peer is gone, a deadline passed);
   /// read as a relaxed atomic (host) or volatile (device) word.
   const int* abort = nullptr;
+  /// A wait that sees no progress for this long gives up as if aborted (0: waits forever), so a
+  /// peer that died or never launched fails the call instead of hanging the stream.
+  std::uint64_t timeoutNs = 0;
 };
 
 /// One collective call on one rank. Counts are in elements of op.dtype: the whole buffer for

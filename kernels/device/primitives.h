@@ -27,6 +27,7 @@ struct BlockShared {
 struct Link {
   DeviceFifo* fifo = nullptr;
   std::uint64_t step = 0;
+  std::uint64_t* sent = nullptr;  ///< a send link's step count, in the sender's own memory
 };
 
 /// One rank's run of one channel: the arguments, the block, and where LL chunks are staged.
@@ -53,6 +54,18 @@ BRAID_DEVICE_FN bool abortRaised(const ChannelContext& c) {
 #endif
 }
 
+/// Whether a wait that has polled `polls` times gives up: every 64 polls it looks at the abort
+/// word and at how long it has waited (`since`: 0 until the first look).
+BRAID_DEVICE_FN bool giveUp(const ChannelContext& c, unsigned polls, std::uint64_t* since) {
+  if ((polls & 63) != 63) return false;
+  if (abortRaised(c)) return true;
+  const std::uint64_t limit = c.args->comm.timeoutNs;
+  if (limit == 0) return false;
+  const std::uint64_t now = nowNs();
+  if (*since == 0) *since = now;
+  return now - *since > limit;
+}
+
 /// The link that receives from `peer` on this channel (its step: what this rank has read).
 BRAID_DEVICE_FN Link recvLink(const ChannelContext& c, int peer) {
   const DeviceComm& m = c.args->comm;
@@ -60,11 +73,13 @@ BRAID_DEVICE_FN Link recvLink(const ChannelContext& c, int peer) {
   return Link{fifo, loadRelaxed(&fifo->head)};
 }
 
-/// The link that sends to `peer` on this channel (its step: what this rank has published).
+/// The link that sends to `peer` on this channel (its step: what this rank has published, kept
+/// in its own memory: once the receiver has read the last chunk, the sender writes nothing more
+/// into the receiver's memory, which may then be freed).
 BRAID_DEVICE_FN Link sendLink(const ChannelContext& c, int peer) {
   const DeviceComm& m = c.args->comm;
-  DeviceFifo* fifo = m.outbox[c.channel * m.nranks + peer];
-  return Link{fifo, loadRelaxed(&fifo->tail)};
+  const int at = c.channel * m.nranks + peer;
+  return Link{m.outbox[at], loadRelaxed(&m.sent[at]), &m.sent[at]};
 }
 
 /// Bytes one chunk may hold under the launch's protocol.
@@ -77,8 +92,9 @@ BRAID_DEVICE_FN std::size_t chunkCapacity(const ChannelContext& c, const DeviceF
 BRAID_DEVICE_FN void waitAtLeast(const ChannelContext& c, const std::uint64_t* word,
                                  std::uint64_t target) {
   if (c.block.leader() && !aborted(c)) {
+    std::uint64_t since = 0;
     for (unsigned polls = 0; loadAcquire(word) < target; ++polls) {
-      if ((polls & 63) == 63 && abortRaised(c)) {
+      if (giveUp(c, polls, &since)) {
         c.shared->aborted = 1;
         break;
       }
@@ -88,12 +104,14 @@ BRAID_DEVICE_FN void waitAtLeast(const ChannelContext& c, const std::uint64_t* w
   c.block.sync();
 }
 
-BRAID_DEVICE_FN char* slotOf(const DeviceFifo* fifo, std::uint64_t step) {
-  return fifo->simple + (step % fifo->slots) * fifo->simpleSlotBytes;
+BRAID_DEVICE_FN char* slotOf(DeviceFifo* fifo, std::uint64_t step) {
+  return reinterpret_cast<char*>(fifo) + fifo->simpleOffset +
+         (step % fifo->slots) * fifo->simpleSlotBytes;
 }
 
-BRAID_DEVICE_FN std::uint64_t* linesOf(const DeviceFifo* fifo, std::uint64_t step) {
-  return fifo->lines + (step % fifo->slots) * (fifo->llSlotBytes / 4);
+BRAID_DEVICE_FN std::uint64_t* linesOf(DeviceFifo* fifo, std::uint64_t step) {
+  return reinterpret_cast<std::uint64_t*>(reinterpret_cast<char*>(fifo) + fifo->linesOffset) +
+         (step % fifo->slots) * (fifo->llSlotBytes / 4);
 }
 
 /// Words of an LL chunk of `bytes`: at least one, so that even an empty chunk is a handshake.
@@ -114,8 +132,9 @@ BRAID_DEVICE_FN const char* recvBegin(const ChannelContext& c, Link& link, std::
   bool gaveUp = aborted(c);
   for (std::size_t i = c.block.thread; i < words && !gaveUp; i += c.block.threads) {
     std::uint64_t word = loadRelaxed(&lines[i]);
+    std::uint64_t since = 0;
     for (unsigned polls = 0; static_cast<std::uint32_t>(word >> 32) != flag; ++polls) {
-      if ((polls & 63) == 63 && abortRaised(c)) {
+      if (giveUp(c, polls, &since)) {
         gaveUp = true;
         break;
       }
@@ -151,6 +170,7 @@ BRAID_DEVICE_FN void sendEnd(const ChannelContext& c, Link& link, std::size_t by
   c.block.sync();  // every thread has written its part
   if (c.args->protocol == Protocol::kSimple) {
     if (c.block.leader() && !aborted(c)) {
+      storeRelaxed(link.sent, link.step + 1);
       fenceBeforePublish();
       storeRelease(&link.fifo->tail, link.step + 1);
     }
@@ -164,8 +184,7 @@ BRAID_DEVICE_FN void sendEnd(const ChannelContext& c, Link& link, std::size_t by
         data |= static_cast<std::uint32_t>(in[4 * i + k]) << (8 * k);
       storeRelaxed(&lines[i], flag | data);
     }
-    // The sender's own step count (nobody waits on it under LL).
-    if (c.block.leader()) storeRelaxed(&link.fifo->tail, link.step + 1);
+    if (c.block.leader()) storeRelaxed(link.sent, link.step + 1);
     c.block.sync();  // the scratch is free again for the next chunk
   }
   ++link.step;

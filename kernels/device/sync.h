@@ -11,6 +11,7 @@
 // (sm_70 and later).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 #include "kernels/ops.h"
@@ -84,6 +85,20 @@ BRAID_DEVICE_FN void pause(unsigned polls) {
   // starves the block it waits for.
   (void)polls;
   std::this_thread::yield();
+#endif
+}
+
+/// Nanoseconds of a clock that every block of the device shares (the GPU's global timer; the
+/// host's steady clock in the emulation), for the waits' timeout.
+BRAID_DEVICE_FN std::uint64_t nowNs() {
+#if defined(__CUDA_ARCH__)
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+#else
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
 #endif
 }
 

@@ -28,17 +28,13 @@ class GpuWorld {
   GpuWorld(int nranks, int channels, std::uint32_t slots = 4, std::uint32_t simple = 256 << 10,
            std::uint32_t ll = 16 << 10)
       : n_(nranks), channels_(channels) {
-    std::vector<DeviceFifo> fifos(static_cast<std::size_t>(n_) * n_ * channels_);
-    for (DeviceFifo& f : fifos) {
-      f = DeviceFifo{};
-      f.slots = slots;
-      f.simpleSlotBytes = simple;
-      f.llSlotBytes = ll;
-      f.simple = static_cast<char*>(alloc(std::size_t{slots} * simple));
-      f.lines = static_cast<std::uint64_t*>(alloc(std::size_t{slots} * ll * 2));
+    // Each FIFO one allocation: its header, then its slots (found by offsets from the header).
+    const FifoShape shape{slots, simple, ll};
+    const DeviceFifo header = fifoHeader(shape);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(n_) * n_ * channels_; ++i) {
+      fifos_.push_back(static_cast<DeviceFifo*>(alloc(fifoBytes(shape))));
+      cudaMemcpy(fifos_.back(), &header, sizeof(header), cudaMemcpyHostToDevice);
     }
-    fifos_ = static_cast<DeviceFifo*>(alloc(fifos.size() * sizeof(DeviceFifo)));
-    cudaMemcpy(fifos_, fifos.data(), fifos.size() * sizeof(DeviceFifo), cudaMemcpyHostToDevice);
     scratchPerChannel_ = 2 * std::size_t{simple > ll ? simple : ll};
     for (int r = 0; r < n_; ++r) {
       std::vector<DeviceFifo*> inbox, outbox;
@@ -53,6 +49,7 @@ class GpuWorld {
       cudaMemcpy(outbox_.back(), outbox.data(), outbox.size() * sizeof(void*),
                  cudaMemcpyHostToDevice);
       scratch_.push_back(static_cast<char*>(alloc(scratchPerChannel_ * channels_)));
+      sent_.push_back(static_cast<std::uint64_t*>(alloc(sizeof(std::uint64_t) * n_ * channels_)));
       cudaStream_t stream;
       cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
       streams_.push_back(stream);
@@ -76,6 +73,7 @@ class GpuWorld {
     c.inbox = inbox_[rank];
     c.outbox = outbox_[rank];
     c.scratch = scratch_[rank];
+    c.sent = sent_[rank];
     c.scratchBytesPerChannel = scratchPerChannel_;
     c.abort = deviceAbort_;
     return c;
@@ -109,10 +107,11 @@ class GpuWorld {
 
  private:
   DeviceFifo* at(int from, int to, int c) {
-    return fifos_ + (static_cast<std::size_t>(to) * n_ + from) * channels_ + c;
+    return fifos_[(static_cast<std::size_t>(to) * n_ + from) * channels_ + c];
   }
   int n_, channels_;
-  DeviceFifo* fifos_ = nullptr;
+  std::vector<DeviceFifo*> fifos_;
+  std::vector<std::uint64_t*> sent_;
   std::vector<DeviceFifo**> inbox_, outbox_;
   std::vector<char*> scratch_;
   std::vector<cudaStream_t> streams_;
