@@ -15,6 +15,7 @@
 #include "comm/split.h"
 #include "core/unique_id.h"
 #include "device/device_runtime.h"
+#include "exec/device_launch.h"
 #include "exec/executor.h"
 #include "exec/group.h"
 #include "util/env.h"
@@ -305,6 +306,7 @@ NCCL_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asy
   return apiGuard("ncclCommGetAsyncError", [&] {
     BRAID_TRY(checkComm(comm, false));
     if (!asyncError) return fail(ncclInvalidArgument, "asyncError is NULL");
+    noteKernelFailures(comm);
     *asyncError = comm->health.state();
     // The failure may have happened on another thread (a non-blocking communicator's lane): its
     // reason becomes this thread's ncclGetLastError text.

@@ -16,6 +16,7 @@
 #include "transports/net/net_loader.h"
 #include "transports/p2p/p2p_transport.h"
 #include "tuner/cost_source.h"
+#include "util/env.h"
 #include "util/log.h"
 #include "util/status.h"
 
@@ -94,12 +95,17 @@ void commDrainStreamWork(ncclComm* comm) {
 }
 
 void commRelease(ncclComm* comm, bool abort) {
-  if (abort) comm->health.abortFlag.store(1);
+  if (abort) {
+    comm->health.abortFlag.store(1);
+    comm->device.channels.raiseAbort();  // kernels waiting for a peer give up
+  }
   // Non-blocking work still queued runs to its end first (after an abort it fails fast).
   comm->lane.drain();
   if (abort) comm->health.abortCalls();
   // Work queued on host streams still names this communicator (after an abort it fails fast).
   commDrainStreamWork(comm);
+  // The kernels' FIFOs go behind a barrier (no peer writes into them or maps them any more).
+  comm->device.channels.release(comm->team.bootstrap.get(), abort);
   comm->team.disconnect();
   commFree(comm);
 }
@@ -115,6 +121,7 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   team.policy.abort = &comm->health.abortFlag;
   team.policy.spinIters = 2000;
   // As NCCL: the device current when the init call was made (set by the caller), or now.
+  BRAID_TRY(deviceRuntime().checkUsable());
   int& cudaDevice = comm->device.cudaDevice;
   if (cudaDevice == kDeviceUnset) cudaDevice = initDevice();
 
@@ -196,13 +203,20 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
              model.cost.gbps, model.cost.reduceGbps, model.oversubscribe);
   team.transportContext = ctx;
   BRAID_TRY(team.connect(ctx, peers));
+  // Collective kernels where every pair of ranks reaches the other's GPU memory
+  // (BRAID_DEVICE_KERNELS=0: host-driven steps instead).
+  if (team.overP2p && cudaDevice >= 0 && envInt("BRAID_DEVICE_KERNELS", 1) != 0)
+    BRAID_TRY(comm->device.channels.setup(*team.bootstrap, team.peers, rank, cudaDevice,
+                                          DeviceChannelShape::fromEnvironment()));
   team.policy.progress = &team.pullEveryReceive;
   comm->health.initialized = true;
   BRAID_INFO(kSubsysInit,
              "comm %p rank %d nranks %d pid %d cudaDev %d - Init COMPLETE (spin %d, device "
              "buffers %s)",
              static_cast<void*>(comm), rank, nranks, me.pid, cudaDevice, team.policy.spinIters,
-             team.overP2p ? "over p2p" : "staged through the host");
+             comm->device.channels.ready() ? "by collective kernels"
+             : team.overP2p                ? "over p2p"
+                                           : "staged through the host");
   return ncclSuccess;
 }
 

@@ -13,6 +13,7 @@
 #include "algorithms/context.h"
 #include "core/buffer_registration.h"
 #include "core/config.h"
+#include "core/device_channels.h"
 #include "core/flight_recorder.h"
 #include "core/health.h"
 #include "core/issue_order.h"
@@ -46,6 +47,8 @@ struct DeviceState {
   /// Issue order across streams: host steps enqueued on CUDA streams, and calls that run at
   /// once while such steps are outstanding, take their turn here.
   IssueOrder order;
+  /// The collective kernels' FIFOs (ready when every pair of ranks reaches each other's GPU).
+  DeviceChannels channels;
 };
 
 }  // namespace braid

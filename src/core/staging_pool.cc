@@ -12,8 +12,8 @@ constexpr size_t kStagingAlign = 256;
 }  // namespace
 
 StagingPool::~StagingPool() {
-  for (const Block& b : current_) b.runtime->freeStaging(b.data);
-  for (const Block& b : retired_) b.runtime->freeStaging(b.data);
+  for (const Block& b : current_) b.runtime->freeStaging(b.data, b.stream);
+  for (const Block& b : retired_) b.runtime->freeStaging(b.data, b.stream);
 }
 
 char* StagingPool::acquire(void* stream, size_t bytes) {

@@ -12,8 +12,10 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "device/device_runtime.h"
+#include "kernels/cuda/device_collective.h"
 #include "kernels/cuda/reduce_cuda.h"
 #include "util/status.h"
 
@@ -37,12 +39,35 @@ ncclResult_t cudaFail(cudaError_t error, const char* call) {
     if (braidCudaError_ != cudaSuccess) return cudaFail(braidCudaError_, #call); \
   } while (0)
 
+/// Whether the calling thread has a CUDA context current (through the driver's cuCtxGetCurrent,
+/// which, unlike cudaGetDevice, tells a thread that never chose a device from one that chose 0).
+bool threadHasContext() {
+  using GetCurrent = int (*)(void**);
+  static GetCurrent const getCurrent = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return static_cast<GetCurrent>(nullptr);
+    }
+    return reinterpret_cast<GetCurrent>(fn);
+  }();
+  void* context = nullptr;
+  if (getCurrent == nullptr) return true;  // unknown: restore, as before
+  return getCurrent(&context) == 0 && context != nullptr;
+}
+
 /// Makes a device current for a scope and then restores the caller's: the runtime must not
-/// change the device a user's thread has current.
+/// change the device a user's thread has current. A thread with no context yet (a fresh thread
+/// reports device 0 without having chosen it) keeps the scope's device: restoring "0" would
+/// create a context on device 0, which exclusive-process mode refuses and which costs memory.
 class DeviceScope {
  public:
   explicit DeviceScope(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) {
+    const bool hadContext = threadHasContext();
+    if (!hadContext || cudaGetDevice(&previous_) != cudaSuccess) {
       cudaGetLastError();
       previous_ = -1;
     }
@@ -60,16 +85,31 @@ class DeviceScope {
   cudaError_t error_ = cudaSuccess;
 };
 
+/// Library threads never call capture-unsafe APIs in a way that invalidates a user's capture:
+/// under the global capture mode (PyTorch's default) a cudaMalloc or a synchronisation on any
+/// thread ends another thread's capture, unless this thread relaxes its mode.
+void relaxCaptureMode() {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
+}
+
 /// The host side of one stream's host work: in order, one at a time.
 class StreamWorker {
  public:
-  /// Allocates the word and starts the thread (not started when this fails).
-  ncclResult_t init() {
+  /// Allocates the word and starts the thread (not started when this fails). The thread works
+  /// for `device` only: it makes it current once, and touches no other device.
+  ncclResult_t init(int device) {
+    DeviceScope scope(device);
+    BRAID_CUDA_TRY(scope.error());
     BRAID_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&word_), sizeof(unsigned),
                                  cudaHostAllocMapped | cudaHostAllocPortable));
     *word_ = 0;
     BRAID_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void**>(&deviceWord_), word_, 0));
-    thread_ = std::thread([this] { loop(); });
+    thread_ = std::thread([this, device] {
+      cudaSetDevice(device);
+      relaxCaptureMode();
+      loop();
+    });
     return ncclSuccess;
   }
 
@@ -132,13 +172,29 @@ class CudaRuntime final : public DeviceRuntime {
   int deviceCount() override {
     std::call_once(countOnce_, [this] {
       int n = 0;
-      if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      const cudaError_t e = cudaGetDeviceCount(&n);
+      if (e != cudaSuccess) {
         cudaGetLastError();
         n = 0;
+        if (e == cudaErrorInsufficientDriver) driverTooOld_ = true;
       }
       count_ = n;
     });
     return count_;
+  }
+
+  ncclResult_t checkUsable() override {
+    deviceCount();
+    if (!driverTooOld_) return ncclSuccess;
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    cudaGetLastError();
+    return fail(ncclUnhandledCudaError,
+                "the CUDA driver (version %d.%d) is older than the CUDA runtime Braid was built "
+                "with (%d.%d; driver 580 or newer): GPUs cannot be used. Upgrade the driver, or "
+                "set BRAID_CUDA_DISABLE=1 to run on host memory only",
+                driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
   }
 
   ncclResult_t currentDevice(int* device) override {
@@ -188,12 +244,14 @@ class CudaRuntime final : public DeviceRuntime {
   }
 
   ncclResult_t hostWorkAsync(void* stream, std::function<void()> work) override {
+    WorkerKey key;
+    BRAID_TRY(keyOf(stream, &key));
     std::lock_guard<std::mutex> lock(mutex_);
-    std::unique_ptr<StreamWorker>& worker = workers_[stream];
+    std::unique_ptr<StreamWorker>& worker = workers_[key];
     if (!worker) {
       worker = std::make_unique<StreamWorker>();
-      if (ncclResult_t r = worker->init(); r != ncclSuccess) {
-        workers_.erase(stream);
+      if (ncclResult_t r = worker->init(key.device); r != ncclSuccess) {
+        workers_.erase(key);
         return r;
       }
     }
@@ -209,9 +267,10 @@ class CudaRuntime final : public DeviceRuntime {
     return p;
   }
 
-  void freeStaging(void* p) override {
-    // Copies out of the block may still be queued on a stream: let the device finish first.
-    cudaDeviceSynchronize();
+  void freeStaging(void* p, void* stream) override {
+    // Copies out of the block may still be queued on its stream: that stream only (a device-wide
+    // synchronisation would wait for other ranks' kernels, which may be waiting for this one).
+    if (cudaStreamSynchronize(static_cast<cudaStream_t>(stream)) != cudaSuccess) cudaGetLastError();
     cudaFreeHost(p);
   }
 
@@ -257,7 +316,7 @@ class CudaRuntime final : public DeviceRuntime {
   }
 
   void freeDevice(void* p) override {
-    cudaDeviceSynchronize();  // a peer's copy into it may still be running
+    // The caller frees behind a barrier: no peer's copy or kernel uses it any more.
     cudaFree(p);
   }
 
@@ -279,7 +338,7 @@ class CudaRuntime final : public DeviceRuntime {
   }
 
   void closeMemory(void* p) override {
-    cudaDeviceSynchronize();
+    // As freeDevice: behind a barrier, after this rank's work on the mapping is done.
     cudaIpcCloseMemHandle(p);
   }
 
@@ -303,7 +362,87 @@ class CudaRuntime final : public DeviceRuntime {
     });
   }
 
+  ncclResult_t upload(int device, void* dst, const void* src, size_t bytes) override {
+    return runOnWorkStream(device, "cudaMemcpyAsync", [&](cudaStream_t stream) {
+      return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream);
+    });
+  }
+
+  void* allocMapped(size_t bytes) override {
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocMapped | cudaHostAllocPortable) !=
+        cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    memset(p, 0, bytes);
+    return p;  // with unified addressing the device reaches it at the same address
+  }
+
+  void freeMapped(void* p) override { cudaFreeHost(p); }
+
+  ncclResult_t launchCollective(int device, const kernels::device::CollectiveArgs& args,
+                                int* status, void* stream) override {
+    DeviceScope scope(device);
+    BRAID_CUDA_TRY(scope.error());
+    const char* why = nullptr;
+    const int e = kernels::cuda::launchCollective(args, status, stream, &why);
+    if (why != nullptr) return fail(ncclInternalError, "collective kernel: %s", why);
+    BRAID_CUDA_TRY(static_cast<cudaError_t>(e));
+    return ncclSuccess;
+  }
+
+  ncclResult_t streamWaitChain(int device, void* stream, void* chain) override {
+    if (chain == nullptr) return ncclSuccess;
+    DeviceScope scope(device);
+    BRAID_CUDA_TRY(scope.error());
+    BRAID_CUDA_TRY(
+        cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(chain), 0));
+    return ncclSuccess;
+  }
+
+  ncclResult_t recordChain(int device, void* stream, void** chain) override {
+    DeviceScope scope(device);
+    BRAID_CUDA_TRY(scope.error());
+    if (*chain == nullptr) {
+      cudaEvent_t e;
+      BRAID_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      *chain = e;
+    }
+    BRAID_CUDA_TRY(
+        cudaEventRecord(static_cast<cudaEvent_t>(*chain), static_cast<cudaStream_t>(stream)));
+    return ncclSuccess;
+  }
+
+  void destroyChain(void* chain) override {
+    if (chain) cudaEventDestroy(static_cast<cudaEvent_t>(chain));
+  }
+
+  ncclResult_t waitChain(void* chain) override {
+    if (chain) BRAID_CUDA_TRY(cudaEventSynchronize(static_cast<cudaEvent_t>(chain)));
+    return ncclSuccess;
+  }
+
  private:
+  /// The worker of a stream: streams are per device, the NULL stream is the current device's,
+  /// and cudaStreamPerThread is a different stream in every thread.
+  struct WorkerKey {
+    int device;
+    void* stream;
+    std::thread::id thread;
+    bool operator<(const WorkerKey& o) const {
+      return std::tie(device, stream, thread) < std::tie(o.device, o.stream, o.thread);
+    }
+  };
+
+  ncclResult_t keyOf(void* stream, WorkerKey* key) {
+    BRAID_TRY(streamDevice(stream, &key->device));
+    key->stream = stream;
+    key->thread = stream == static_cast<void*>(cudaStreamPerThread) ? std::this_thread::get_id()
+                                                                    : std::thread::id{};
+    return ncclSuccess;
+  }
+
   /// Enqueues `launch` on the calling thread's work stream of `device` and waits for it, with
   /// the device current only for the call.
   template <typename Launch>
@@ -334,7 +473,8 @@ class CudaRuntime final : public DeviceRuntime {
   std::once_flag countOnce_;
   int count_ = 0;
   std::mutex mutex_;
-  std::map<void*, std::unique_ptr<StreamWorker>> workers_;
+  std::map<WorkerKey, std::unique_ptr<StreamWorker>> workers_;
+  bool driverTooOld_ = false;
 };
 
 }  // namespace

@@ -34,7 +34,7 @@ class NoDeviceRuntime final : public DeviceRuntime {
     return fail(ncclInvalidUsage, "no CUDA device: CUDA streams are unavailable");
   }
   void* allocStaging(size_t bytes) override { return std::malloc(bytes ? bytes : 1); }
-  void freeStaging(void* p) override { std::free(p); }
+  void freeStaging(void* p, void*) override { std::free(p); }
 };
 
 std::atomic<DeviceRuntime*> installed{nullptr};
@@ -66,6 +66,29 @@ ncclResult_t DeviceRuntime::copy(int, void*, void*, const void*, size_t) {
 }
 ncclResult_t DeviceRuntime::read(int, void*, const void*, size_t) {
   return noPeerMemory("device read");
+}
+
+ncclResult_t DeviceRuntime::upload(int, void*, const void*, size_t) {
+  return noPeerMemory("device upload");
+}
+void* DeviceRuntime::allocMapped(size_t bytes) {
+  return std::calloc(1, bytes ? bytes : 1);
+}
+void DeviceRuntime::freeMapped(void* p) {
+  std::free(p);
+}
+ncclResult_t DeviceRuntime::launchCollective(int, const kernels::device::CollectiveArgs&, int*,
+                                             void*) {
+  return noPeerMemory("collective kernel");
+}
+ncclResult_t DeviceRuntime::streamWaitChain(int, void*, void* chain) {
+  return chain ? noPeerMemory("stream chaining") : ncclSuccess;
+}
+ncclResult_t DeviceRuntime::recordChain(int, void*, void**) {
+  return noPeerMemory("stream chaining");
+}
+ncclResult_t DeviceRuntime::waitChain(void* after) {
+  return after ? noPeerMemory("stream chaining") : ncclSuccess;
 }
 
 DeviceRuntime& noDeviceRuntime() {

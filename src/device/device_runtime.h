@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "kernels/device/fifo.h"
 #include "kernels/reduce.h"
 #include "nccl.h"
 
@@ -55,7 +56,13 @@ class DeviceRuntime {
   virtual ncclResult_t hostWorkAsync(void* stream, std::function<void()> work) = 0;
   /// Page-locked host memory for staging (so copies overlap); nullptr on failure.
   virtual void* allocStaging(size_t bytes) = 0;
-  virtual void freeStaging(void* p) = 0;
+  /// Frees a staging block once the work queued on `stream` (the stream it served) is done,
+  /// without waiting for any other stream (a peer's kernel may be waiting on one).
+  virtual void freeStaging(void* p, void* stream) = 0;
+  /// Why the devices cannot be used (a driver older than the runtime), or ncclSuccess: checked
+  /// when a communicator is created, so a job fails there with the reason instead of treating
+  /// device memory as host memory later.
+  virtual ncclResult_t checkUsable() { return ncclSuccess; }
 
   // What the P2P transport (transports/p2p) and the collectives that move device memory
   // themselves need. The defaults are a runtime without peer memory: no identity, so no rank
@@ -84,6 +91,31 @@ class DeviceRuntime {
   /// Copies `bytes` of device memory to host memory, complete when it returns (a premulsum
   /// scalar that lives on the device).
   virtual ncclResult_t read(int device, void* host, const void* src, size_t bytes);
+
+  // What the collective kernels (kernels/device, kernels/cuda/device_collective.h) need: their
+  // FIFOs live in device memory the host fills once, their abort and status words in host
+  // memory both sides reach, and a launch joins the user's stream like any kernel.
+
+  /// Copies `bytes` of host memory to memory of `device`; complete when it returns.
+  virtual ncclResult_t upload(int device, void* dst, const void* src, size_t bytes);
+  /// Host memory that kernels on any device read and write (page-locked and mapped), zeroed;
+  /// nullptr on failure.
+  virtual void* allocMapped(size_t bytes);
+  virtual void freeMapped(void* p);
+  /// Enqueues one rank's collective on `stream` (of `device`): args.comm.channels blocks, each
+  /// writing its ChannelStatus to status[channel] (mapped memory) when it ends.
+  virtual ncclResult_t launchCollective(int device, const kernels::device::CollectiveArgs& args,
+                                        int* status, void* stream);
+  /// A communicator's launches run one after another in the order they were issued, whatever
+  /// streams they name (as NCCL's): each launch's stream first waits for `chain` (the previous
+  /// launch; nothing when null), and the launch is then recorded into `*chain` (created on
+  /// first use).
+  virtual ncclResult_t streamWaitChain(int device, void* stream, void* chain);
+  virtual ncclResult_t recordChain(int device, void* stream, void** chain);
+  /// Releases what recordChain created.
+  virtual void destroyChain(void* chain) { (void)chain; }
+  /// Waits on the host until the launch last recorded in `chain` has completed.
+  virtual ncclResult_t waitChain(void* chain);
 };
 
 /// The process's runtime: CUDA's when the library was built with CUDA, otherwise one with no

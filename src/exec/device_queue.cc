@@ -6,6 +6,7 @@
 #include "comm/communicator.h"
 #include "core/host_stream.h"
 #include "device/device_runtime.h"
+#include "exec/device_launch.h"
 #include "exec/executor.h"
 #include "util/status.h"
 
@@ -110,6 +111,20 @@ ncclResult_t enqueueStaged(Plan plan) {
   return ncclSuccess;
 }
 
+/// Whether `stream` is the legacy default stream of the communicator's device while another rank
+/// of the communicator runs in this process on the same device.
+bool sharesDefaultStream(const ncclComm& comm, void* stream) {
+  // cudaStreamLegacy is ((cudaStream_t)0x1); NULL is the legacy stream unless the program was
+  // built with per-thread default streams, which then name it cudaStreamPerThread.
+  if (stream != nullptr && stream != reinterpret_cast<void*>(0x1)) return false;
+  const std::vector<PeerInfo>& peers = comm.team.peers;
+  const PeerInfo& me = peers[comm.rank()];
+  for (const PeerInfo& p : peers)
+    if (p.rank != me.rank && p.processHash == me.processHash && p.deviceId == me.deviceId)
+      return true;
+  return false;
+}
+
 }  // namespace
 
 ncclResult_t place(Plan& plan) {
@@ -157,19 +172,35 @@ ncclResult_t place(Plan& plan) {
     return fail(ncclInvalidArgument,
                 "stream=%p belongs to device %d, but the communicator's device is %d", stream,
                 streamDevice, comm->device.cudaDevice);
+  if (sharesDefaultStream(*comm, stream))
+    return fail(ncclInvalidUsage,
+                "stream=%p is the default stream of device %d, which another rank of this "
+                "communicator in this process uses too: one rank's work would wait on the stream "
+                "for the other's, which waits for it. Give each rank a stream of its own",
+                stream, comm->device.cudaDevice);
   bool capturing = false;
   BRAID_TRY(rt.streamCapturing(stream, &capturing));
+  if (kernelRuns(plan)) {
+    plan.target = Target::kDeviceKernel;
+    plan.capturing = capturing;
+    return ncclSuccess;
+  }
   if (capturing)
     return fail(ncclInvalidUsage,
-                "stream=%p is capturing a CUDA graph: Braid runs a call on device buffers as a "
-                "host step in stream order, which a graph cannot replay; call outside capture",
-                stream);
+                "stream=%p is capturing a CUDA graph, and this call runs as a host step in "
+                "stream order, which a graph cannot replay (%s); call outside capture",
+                stream,
+                plan.kind != Plan::Kind::kCollective ? "point-to-point and all-to-all calls do"
+                : comm->device.channels.ready()      ? "a premulsum scalar in device memory"
+                                                     : "the ranks' GPUs do not all reach each "
+                                                       "other, so no collective kernel runs");
   plan.target = comm->team.overP2p ? Target::kDeviceP2p : Target::kDeviceStaged;
   if (plan.target == Target::kDeviceP2p) plan.coll.device = true;
   return ncclSuccess;
 }
 
 ncclResult_t enqueueOnDevice(Plan plan) {
+  if (plan.target == Target::kDeviceKernel) return launchKernel(plan, plan.capturing);
   if (plan.target == Target::kDeviceStaged) return enqueueStaged(std::move(plan));
   ncclComm* comm = plan.comm;
   void* stream = plan.stream;

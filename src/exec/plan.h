@@ -21,6 +21,7 @@ namespace braid {
 /// Where a plan's data moves.
 enum class Target : uint8_t {
   kHost,          ///< host buffers, reduced by the CPU kernels
+  kDeviceKernel,  ///< device buffers: one collective kernel launch (exec/device_launch.h)
   kDeviceP2p,     ///< device buffers moved on the GPUs over the P2P transport's device slots
   kDeviceStaged,  ///< device buffers staged through page-locked host memory over shm or TCP
 };
@@ -47,6 +48,8 @@ struct Plan {
   std::vector<Transfer> transfers;
   std::function<ncclResult_t()> manage;
   Target target = Target::kHost;
+  /// kDeviceKernel: the stream was capturing a CUDA graph when the call was placed.
+  bool capturing = false;
   /// The call's stream argument: a CUDA stream, a Braid host stream or NULL.
   void* stream = nullptr;
 

@@ -355,12 +355,17 @@ void badPlacements(RankContext& ctx) {
   EXPECT_NE(e.find("belongs to device 1, but the communicator's device is 0"), std::string::npos)
       << e;
 
+  // Under capture a collective is a kernel launch, which a graph records; point-to-point runs
+  // as a host step in stream order, which a graph cannot replay: refused, saying why.
   fake.setCapturing(stream, true);
-  EXPECT_EQ(ncclAllGather(dev.data, dev.data, 16 / ctx.nranks(), ncclInt32, comm, s),
-            ncclInvalidUsage);
+  EXPECT_EQ(ncclAllGather(dev.data, dev.data, 16 / ctx.nranks(), ncclInt32, comm, s), ncclSuccess)
+      << lastErrorOf(comm);
+  EXPECT_EQ(ncclSend(dev.data, 4, ncclInt32, 0, comm, s), ncclInvalidUsage);
   e = lastErrorOf(comm);
   EXPECT_NE(e.find("capturing a CUDA graph"), std::string::npos) << e;
+  EXPECT_NE(e.find("point-to-point"), std::string::npos) << e;
   fake.setCapturing(stream, false);
+  fake.synchronize(stream);
 
   // A send of host memory and a receive of device memory in one group.
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);

@@ -171,7 +171,7 @@ void* FakeDeviceRuntime::allocStaging(size_t bytes) {
   return std::malloc(bytes);
 }
 
-void FakeDeviceRuntime::freeStaging(void* p) {
+void FakeDeviceRuntime::freeStaging(void* p, void*) {
   std::free(p);
 }
 

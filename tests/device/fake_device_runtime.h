@@ -6,7 +6,9 @@
 // For the P2P transport it has device identities, peer access, and memory another process can
 // map: allocDevice makes a memfd mapping whose handle names the process and descriptor, and
 // openMemory maps it through /proc, as CUDA IPC maps a peer's allocation. Its reduce and copy
-// run the CPU kernels, but only on memory it reports as device memory, and are counted.
+// run the CPU kernels, but only on memory it reports as device memory, and are counted. Its
+// collective kernels are the device protocol's emulation (kernels/device/emulation.h): each
+// launch runs in stream order, every block a thread, the code nvcc compiles for the GPU.
 #pragma once
 
 #include <atomic>
@@ -56,7 +58,7 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   ncclResult_t copyAsync(void* dst, const void* src, size_t bytes, void* stream) override;
   ncclResult_t hostWorkAsync(void* stream, std::function<void()> work) override;
   void* allocStaging(size_t bytes) override;
-  void freeStaging(void* p) override;
+  void freeStaging(void* p, void* stream) override;
   uint64_t deviceIdentity(int device) override;
   bool canAccessPeer(int device, int peer) override;
   ncclResult_t enablePeerAccess(int device, int peer) override;
@@ -69,6 +71,17 @@ class FakeDeviceRuntime final : public DeviceRuntime {
                       const void* acc, const void* local, size_t count, unsigned flags) override;
   ncclResult_t copy(int device, void* out0, void* out1, const void* src, size_t bytes) override;
   ncclResult_t read(int device, void* host, const void* src, size_t bytes) override;
+  // The collective kernels (fake_device_kernels.cc): a launch runs the device protocol's
+  // emulation in stream order, every block a thread, as the GPU runs the same code.
+  ncclResult_t upload(int device, void* dst, const void* src, size_t bytes) override;
+  ncclResult_t launchCollective(int device, const kernels::device::CollectiveArgs& args,
+                                int* status, void* stream) override;
+  ncclResult_t streamWaitChain(int device, void* stream, void* chain) override;
+  ncclResult_t recordChain(int device, void* stream, void** chain) override;
+  void destroyChain(void* chain) override;
+  ncclResult_t waitChain(void* chain) override;
+  /// Collective kernels launched so far, in this process.
+  long kernelLaunches() const { return kernelLaunches_.load(); }
 
  private:
   struct Stream {
@@ -103,6 +116,7 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   int stagingAllocations_ = 0;
   std::atomic<long> deviceOps_{0};
   std::atomic<int> openedMappings_{0};
+  std::atomic<long> kernelLaunches_{0};
 };
 
 /// The fake device of a test program, with two devices (threads share it; processes inherit it

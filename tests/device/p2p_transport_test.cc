@@ -136,7 +136,9 @@ void handlesMapTheReceiversSlots(RankContext& ctx) {
     EXPECT_TRUE(comm->team.recvFrom[p]->fifo().hasDeviceSlots()) << "from rank " << p;
   }
   if (ctx.shape() == braid::test::RankShape::kProcesses) {
-    EXPECT_EQ(fakeDevice().openedMappings() - opened, n - 1);
+    // Each peer's slots towards this rank, and each peer's collective-kernel FIFOs.
+    EXPECT_EQ(fakeDevice().openedMappings() - opened, 2 * (n - 1));
+    EXPECT_TRUE(comm->device.channels.ready());
   }
   braid::FifoSender& out = comm->team.sendTo[next]->fifo();
   braid::FifoReceiver& in = comm->team.recvFrom[prev]->fifo();
@@ -177,6 +179,7 @@ TEST_F(P2pTransportTest, RanksShareDevicesAndSpanThem) {
   ASSERT_EQ(ncclCommInitAll(comms.data(), n, devlist), ncclSuccess);
   const int staging = fake.stagingAllocations();
   const long ops = fake.deviceOps();
+  const long launches = fake.kernelLaunches();
   for (size_t count : {size_t{1}, size_t{1021}, size_t{300007}}) {
     std::vector<int32_t*> bufs(n);
     std::vector<void*> streams(n);
@@ -209,7 +212,9 @@ TEST_F(P2pTransportTest, RanksShareDevicesAndSpanThem) {
     }
   }
   EXPECT_EQ(fake.stagingAllocations(), staging) << "a call was staged through the host";
-  EXPECT_GT(fake.deviceOps(), ops);
+  // One collective kernel per rank and call; no host-driven step.
+  EXPECT_EQ(fake.kernelLaunches() - launches, 3 * n);
+  EXPECT_EQ(fake.deviceOps(), ops);
   for (ncclComm_t c : comms) {
     ncclResult_t async = ncclInternalError;
     EXPECT_EQ(ncclCommGetAsyncError(c, &async), ncclSuccess);
@@ -218,11 +223,13 @@ TEST_F(P2pTransportTest, RanksShareDevicesAndSpanThem) {
   }
 }
 
-// Rank 0 passes device buffers, rank 1 host buffers: over the P2P transport the two would read
-// different slots, so the call fails on both, naming the difference.
+// Rank 0 passes device buffers, rank 1 host buffers. With host-driven steps over the P2P
+// transport the two would read different slots, so the call fails on both, naming the
+// difference. With collective kernels the two meet nowhere: each fails at the timeout.
 void mixedPlacement(RankContext& ctx) {
   ncclComm_t comm = ctx.initComm();
   ASSERT_NE(comm, nullptr);
+  const bool kernels = comm->device.channels.ready();
   const size_t count = 1000;
   if (ctx.rank() == 0) {
     void* stream = fakeDevice().createStream(0);
@@ -233,22 +240,35 @@ void mixedPlacement(RankContext& ctx) {
     fakeDevice().synchronize(stream);
     ncclResult_t async = ncclSuccess;
     EXPECT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
-    EXPECT_EQ(async, ncclInvalidUsage);
+    EXPECT_EQ(async, kernels ? ncclSystemError : ncclInvalidUsage);
     fakeDevice().deviceFree(buf);
   } else {
     std::vector<int32_t> buf(count, 1);
     EXPECT_EQ(ncclAllReduce(buf.data(), buf.data(), count, ncclInt32, ncclSum, comm, nullptr),
-              ncclInvalidUsage);
+              kernels ? ncclRemoteError : ncclInvalidUsage);
   }
   const std::string text = ncclGetLastError(comm);
-  EXPECT_NE(text.find("device memory, the other's host memory"), std::string::npos) << text;
-  EXPECT_NE(text.find("on device buffers"), std::string::npos) << text;
+  if (!kernels) {
+    EXPECT_NE(text.find("device memory, the other's host memory"), std::string::npos) << text;
+    EXPECT_NE(text.find("on device buffers"), std::string::npos) << text;
+  } else if (ctx.rank() == 0) {
+    EXPECT_NE(text.find("collective kernel gave up waiting"), std::string::npos) << text;
+  } else {
+    EXPECT_NE(text.find("rank 1: AllReduce #1"), std::string::npos) << text;
+  }
   EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
 }
 
 TEST_F(P2pTransportTest, MixedPlacementIsNamed) {
   RunOptions o = opts();
   o.env.push_back({"NCCL_ALGO", "Ring"});  // the host rank reads slots too
+  o.env.push_back({"BRAID_DEVICE_KERNELS", "0"});
+  BRAID_EXPECT_ALL_RANKS_OK(runThreads(2, mixedPlacement, o));
+}
+
+TEST_F(P2pTransportTest, MixedPlacementWithKernelsFailsAtTheTimeout) {
+  RunOptions o = opts();
+  o.env = {{"BRAID_TIMEOUT_S", "3"}};
   BRAID_EXPECT_ALL_RANKS_OK(runThreads(2, mixedPlacement, o));
 }
 

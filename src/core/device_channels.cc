@@ -1,0 +1,257 @@
+// The collective kernels' FIFOs of a communicator (device_channels.h).
+#include "core/device_channels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <string>
+
+#include "core/bootstrap.h"
+#include "device/device_runtime.h"
+#include "transports/transport.h"
+#include "util/env.h"
+#include "util/log.h"
+#include "util/status.h"
+
+namespace braid {
+namespace {
+
+using kernels::device::DeviceFifo;
+
+constexpr uint64_t kBlobMagic = 0x6b65726e656c6673ull;  // "kernelfs"
+
+/// What each rank publishes about its region.
+struct ChannelBlob {
+  uint64_t magic;
+  uint64_t processHash;
+  uint64_t base;  ///< the region's address in its own process
+  uint64_t bytes;
+  int32_t channels;
+  uint32_t slots, simpleSlotBytes, llSlotBytes;
+  int32_t ok;  ///< allocated and filled
+  IpcHandle handle;
+};
+
+size_t align128(size_t n) {
+  return (n + 127) / 128 * 128;
+}
+
+/// Where things sit in the region of rank `owner` of `n` (the same formula on every rank).
+struct Layout {
+  size_t fifo;     ///< bytes per FIFO
+  size_t fifos;    ///< bytes of all FIFOs
+  size_t scratch;  ///< bytes of scratch per channel
+  size_t sent;     ///< offset of the send step counts (DeviceComm::sent)
+  size_t tables;   ///< offset of the two pointer tables
+  size_t total;
+  int n;
+  Layout(const DeviceChannelShape& s, int nranks) : n(nranks) {
+    fifo = kernels::device::fifoBytes(s.fifo);
+    fifos = fifo * static_cast<size_t>(s.channels) * static_cast<size_t>(std::max(n - 1, 0));
+    scratch = align128(2 * std::max(s.fifo.simpleSlotBytes, s.fifo.llSlotBytes));
+    sent = fifos + scratch * static_cast<size_t>(s.channels);
+    tables = sent + align128(sizeof(uint64_t) * static_cast<size_t>(s.channels) * n);
+    total = tables + 2 * sizeof(DeviceFifo*) * static_cast<size_t>(s.channels) * n;
+  }
+  /// The FIFO in `owner`'s region that `from` sends into on `channel`.
+  size_t inbox(int owner, int from, int channel) const {
+    const int index = from < owner ? from : from - 1;
+    return (static_cast<size_t>(channel) * (n - 1) + index) * fifo;
+  }
+};
+
+}  // namespace
+
+DeviceChannelShape DeviceChannelShape::fromEnvironment() {
+  DeviceChannelShape s;
+  s.channels = static_cast<int>(std::clamp<int64_t>(envInt("BRAID_DEVICE_CHANNELS", 8), 1, 32));
+  s.fifo.slots = static_cast<uint32_t>(std::clamp<int64_t>(envInt("BRAID_DEVICE_SLOTS", 4), 2, 64));
+  const auto bytes = [](const char* name, int64_t fallback, int64_t unit) {
+    const int64_t v = std::clamp<int64_t>(envInt(name, fallback), unit, int64_t{16} << 20);
+    return static_cast<uint32_t>(v / unit * unit);
+  };
+  s.fifo.simpleSlotBytes = bytes("BRAID_DEVICE_SLOT_BYTES", 128 << 10, 128);
+  s.fifo.llSlotBytes = bytes("BRAID_DEVICE_LL_BYTES", 8 << 10, 8);
+  return s;
+}
+
+DeviceChannels::~DeviceChannels() {
+  freeAll();
+}
+
+ncclResult_t DeviceChannels::setup(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers,
+                                   int rank, int cudaDevice, const DeviceChannelShape& shape) {
+  DeviceRuntime& rt = deviceRuntime();
+  runtime_ = &rt;
+  shape_ = shape;
+  rank_ = rank;
+  nranks_ = static_cast<int>(peers.size());
+  device_ = cudaDevice;
+  const Layout layout(shape, nranks_);
+  std::string why;
+  ChannelBlob mine{};
+  mine.magic = kBlobMagic;
+  mine.processHash = peers[rank].processHash;
+  mine.bytes = layout.total;
+  mine.channels = shape.channels;
+  mine.slots = shape.fifo.slots;
+  mine.simpleSlotBytes = shape.fifo.simpleSlotBytes;
+  mine.llSlotBytes = shape.fifo.llSlotBytes;
+  words_ = static_cast<int*>(rt.allocMapped(sizeof(int) * (1 + shape.channels)));
+  void* region = nullptr;
+  if (!words_) {
+    why = "no mapped host memory for the abort and status words";
+  } else if (rt.allocDevice(cudaDevice, layout.total, &region) != ncclSuccess) {
+    why = lastError();
+  } else {
+    region_ = static_cast<char*>(region);
+    // Zeroed slots (no LL flag may match before it is written), each FIFO's header.
+    std::vector<char> image(layout.tables, 0);
+    for (int c = 0; c < shape.channels; c++)
+      for (int p = 0; p < nranks_; p++)
+        if (p != rank) {
+          const DeviceFifo header = kernels::device::fifoHeader(shape.fifo);
+          memcpy(image.data() + layout.inbox(rank, p, c), &header, sizeof(header));
+        }
+    for (const PeerInfo& p : peers) crossProcess_ |= p.processHash != mine.processHash;
+    if (rt.upload(cudaDevice, region_, image.data(), image.size()) != ncclSuccess ||
+        (crossProcess_ && rt.exportMemory(region_, &mine.handle) != ncclSuccess))
+      why = lastError();
+    mine.base = reinterpret_cast<uint64_t>(region_);
+  }
+  mine.ok = why.empty();
+  std::vector<std::string> all;
+  BRAID_TRY(
+      bootstrap.allGather(std::string(reinterpret_cast<const char*>(&mine), sizeof(mine)), &all));
+  // Map the peers' regions and fill the tables.
+  std::vector<DeviceFifo*> tables(2 * static_cast<size_t>(shape.channels) * nranks_, nullptr);
+  for (int p = 0; p < nranks_ && why.empty(); p++) {
+    ChannelBlob b{};
+    if (all[p].size() == sizeof(b)) memcpy(&b, all[p].data(), sizeof(b));
+    if (b.magic != kBlobMagic || b.channels != shape.channels || b.slots != shape.fifo.slots ||
+        b.simpleSlotBytes != shape.fifo.simpleSlotBytes ||
+        b.llSlotBytes != shape.fifo.llSlotBytes) {
+      why = "rank " + std::to_string(p) +
+            " sizes its kernel FIFOs differently (BRAID_DEVICE_CHANNELS, BRAID_DEVICE_SLOTS, "
+            "BRAID_DEVICE_SLOT_BYTES and BRAID_DEVICE_LL_BYTES must be alike on every rank)";
+      break;
+    }
+    if (!b.ok) {
+      why = "rank " + std::to_string(p) + " could not set up its kernel FIFOs";
+      break;
+    }
+    if (p == rank) continue;
+    char* base = reinterpret_cast<char*>(b.base);
+    if (b.processHash == mine.processHash) {
+      if (rt.enablePeerAccess(cudaDevice, peers[p].cudaDevice) != ncclSuccess) {
+        why = lastError();
+        break;
+      }
+    } else {
+      void* opened = nullptr;
+      if (rt.openMemory(cudaDevice, b.handle, &opened) != ncclSuccess) {
+        why = "mapping rank " + std::to_string(p) + "'s kernel FIFOs: " + lastError();
+        break;
+      }
+      mapped_.push_back(opened);
+      base = static_cast<char*>(opened);
+    }
+    for (int c = 0; c < shape.channels; c++) {
+      const size_t at = static_cast<size_t>(c) * nranks_ + p;
+      tables[at] = reinterpret_cast<DeviceFifo*>(region_ + layout.inbox(rank, p, c));
+      tables[tables.size() / 2 + at] =
+          reinterpret_cast<DeviceFifo*>(base + layout.inbox(p, rank, c));
+    }
+  }
+  if (why.empty() && rt.upload(cudaDevice, region_ + layout.tables, tables.data(),
+                               tables.size() * sizeof(DeviceFifo*)) != ncclSuccess)
+    why = lastError();
+  // Every rank learns whether all could: the kernels run on all ranks or on none.
+  std::vector<std::string> oks;
+  BRAID_TRY(bootstrap.allGather(why.empty() ? "1" : "0", &oks));
+  int failed = -1;
+  for (int p = 0; p < nranks_ && failed < 0; p++)
+    if (oks[p] != "1") failed = p;
+  if (failed >= 0) {
+    if (why.empty()) why = "rank " + std::to_string(failed) + " could not set up";
+    BRAID_WARN("rank %d: device buffers move by host-driven steps, not collective kernels: %s",
+               rank, why.c_str());
+    freeAll();
+    return ncclSuccess;
+  }
+  scratchPerChannel_ = layout.scratch;
+  scratch_ = region_ + layout.fifos;
+  sent_ = reinterpret_cast<uint64_t*>(region_ + layout.sent);
+  inboxTable_ = reinterpret_cast<DeviceFifo**>(region_ + layout.tables);
+  outboxTable_ = inboxTable_ + static_cast<size_t>(shape.channels) * nranks_;
+  ready_ = true;
+  BRAID_INFO(kSubsysInit,
+             "rank %d: collective kernels ready: %d channels, %u slots of %u B "
+             "(LL %u B), %zu B of device memory",
+             rank, shape.channels, shape.fifo.slots, shape.fifo.simpleSlotBytes,
+             shape.fifo.llSlotBytes, layout.total);
+  return ncclSuccess;
+}
+
+kernels::device::DeviceComm DeviceChannels::comm(int channels) const {
+  kernels::device::DeviceComm c;
+  c.rank = rank_;
+  c.nranks = nranks_;
+  c.channels = std::clamp(channels, 1, shape_.channels);
+  c.inbox = inboxTable_;
+  c.outbox = outboxTable_;
+  c.scratch = scratch_;
+  c.sent = sent_;
+  c.scratchBytesPerChannel = scratchPerChannel_;
+  c.abort = words_;
+  return c;
+}
+
+int DeviceChannels::takeFailure() {
+  if (!words_) return 0;
+  for (int c = 0; c < shape_.channels; c++) {
+    std::atomic_ref<int> word(words_[1 + c]);
+    if (const int s = word.load(std::memory_order_relaxed); s != kernels::device::kChannelOk) {
+      word.store(kernels::device::kChannelOk, std::memory_order_relaxed);
+      return s;
+    }
+  }
+  return 0;
+}
+
+void DeviceChannels::raiseAbort() {
+  if (words_) std::atomic_ref<int>(words_[0]).store(1, std::memory_order_relaxed);
+}
+
+void DeviceChannels::release(Bootstrap* bootstrap, bool abort) {
+  if (ready_) {
+    if (abort) raiseAbort();
+    // This rank's launches first: once they are done no peer writes into its FIFOs again
+    // (fifo.h), so ranks of this process, which use plain pointers, need not wait for each other
+    // (a program may destroy its ranks' communicators one after another from one thread).
+    if (runtime_->waitChain(chain_) != ncclSuccess) abort = true;
+    for (void* p : mapped_) runtime_->closeMemory(p);
+    mapped_.clear();
+    // Peers in other processes map this rank's region through CUDA IPC: it is freed only once
+    // every one of them has unmapped it. After an abort nothing is awaited from the peers.
+    if (crossProcess_ && !abort && bootstrap && bootstrap->barrier() != ncclSuccess)
+      BRAID_WARN("rank %d: freeing the kernel FIFOs without the peers' barrier: %s", rank_,
+                 lastError().c_str());
+  }
+  freeAll();
+}
+
+void DeviceChannels::freeAll() {
+  if (!runtime_) return;
+  for (void* p : mapped_) runtime_->closeMemory(p);
+  mapped_.clear();
+  if (region_) runtime_->freeDevice(region_);
+  region_ = nullptr;
+  if (words_) runtime_->freeMapped(words_);
+  words_ = nullptr;
+  runtime_->destroyChain(chain_);
+  chain_ = nullptr;
+  ready_ = false;
+}
+
+}  // namespace braid

@@ -1,0 +1,306 @@
+// Collectives on device buffers as collective kernels, through the NCCL API, on the fake device:
+// each launch runs the device protocol's emulation in stream order (every block a thread, the
+// code nvcc compiles for the GPU) over the FIFOs the communicator set up in "device memory" and
+// exchanged as a GPU's would be (pointers between threads, IPC handles between processes).
+// Every element is checked against an exact reference; no host-driven step may move data.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "harness/rank_harness.h"
+#include "nccl.h"
+#include "tests/device/device_test_support.h"
+#include "tests/device/fake_device_runtime.h"
+
+namespace {
+
+using braid::test::DeviceInts;
+using braid::test::expectElements;
+using braid::test::fakeDevice;
+using braid::test::RankContext;
+using braid::test::RunOptions;
+using braid::test::runProcesses;
+using braid::test::runThreads;
+
+constexpr int32_t kPoison = braid::test::kDeviceTestPoison;
+
+int32_t input(int rank, size_t i) {
+  return braid::test::deviceTestInput(rank, i);
+}
+
+class DeviceKernelTest : public ::testing::Test {
+  braid::test::FakeDeviceInstalled installed_;
+};
+
+/// Small FIFOs and three channels, so that every size below crosses many slots and channels.
+RunOptions kernelOptions(std::vector<std::pair<std::string, std::string>> extra = {}) {
+  RunOptions o = braid::test::deviceTestOptions();
+  o.env.push_back({"BRAID_DEVICE_CHANNELS", "3"});
+  o.env.push_back({"BRAID_DEVICE_SLOT_BYTES", "4096"});
+  o.env.push_back({"BRAID_DEVICE_LL_BYTES", "1024"});
+  for (auto& e : extra) o.env.push_back(e);
+  return o;
+}
+
+int32_t wrapMul(int32_t a, int32_t b) {
+  return static_cast<int32_t>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b));
+}
+
+/// Every collective, int32 under every op and float sums of integers, in place and out of place,
+/// sizes 0 to 70001 elements.
+void everyCollective(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  ASSERT_NE(comm, nullptr);
+  ASSERT_TRUE(comm->device.channels.ready()) << "the collective kernels were not set up";
+  auto& fake = fakeDevice();
+  const long launches = fake.kernelLaunches(), hostSteps = fake.deviceOps();
+  void* stream = fake.createStream(0);
+  auto s = static_cast<cudaStream_t>(stream);
+  auto sync = [&] { fake.synchronize(stream); };
+  const int n = ctx.nranks(), me = ctx.rank();
+  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1031}, size_t{70001}}) {
+    const std::string at = " count " + std::to_string(count);
+    for (ncclRedOp_t op : {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg}) {
+      for (bool inPlace : {false, true}) {
+        DeviceInts send(count), recv(count);
+        for (size_t i = 0; i < count; ++i) send.data[i] = input(me, i);
+        int32_t* out = inPlace ? send.data : recv.data;
+        ASSERT_EQ(ncclAllReduce(send.data, out, count, ncclInt32, op, comm, s), ncclSuccess)
+            << ncclGetLastError(comm);
+        sync();
+        std::vector<int32_t> want(count);
+        for (size_t i = 0; i < count; ++i) {
+          int64_t sum = 0;
+          int32_t v = input(0, i);
+          for (int r = 0; r < n; ++r) {
+            const int32_t x = input(r, i);
+            sum += x;
+            if (r == 0) continue;
+            v = op == ncclProd  ? wrapMul(v, x)
+                : op == ncclMax ? std::max(v, x)
+                : op == ncclMin ? std::min(v, x)
+                                : v;
+          }
+          want[i] = op == ncclSum   ? static_cast<int32_t>(sum)
+                    : op == ncclAvg ? static_cast<int32_t>(sum / n)
+                                    : v;
+        }
+        expectElements(ctx, out, want,
+                       "allreduce op " + std::to_string(op) + (inPlace ? " in place" : "") + at);
+      }
+    }
+    // Float sums of integers: exact in any order.
+    {
+      auto* f = static_cast<float*>(fake.deviceAlloc(0, count * 4 + 4));
+      for (size_t i = 0; i < count; ++i) f[i] = static_cast<float>(input(me, i));
+      ASSERT_EQ(ncclAllReduce(f, f, count, ncclFloat32, ncclSum, comm, s), ncclSuccess);
+      sync();
+      for (size_t i = 0; i < count; ++i) {
+        float want = 0;
+        for (int r = 0; r < n; ++r) want += static_cast<float>(input(r, i));
+        if (f[i] != want) {
+          ctx.fail("float allreduce" + at + ": element " + std::to_string(i) + " is " +
+                   std::to_string(f[i]) + ", expected " + std::to_string(want));
+          break;
+        }
+      }
+      fake.deviceFree(f);
+    }
+    for (int root : {0, n - 1, n / 2}) {
+      DeviceInts buf(count);
+      if (me == root)
+        for (size_t i = 0; i < count; ++i) buf.data[i] = input(root, i);
+      ASSERT_EQ(ncclBroadcast(buf.data, buf.data, count, ncclInt32, root, comm, s), ncclSuccess);
+      DeviceInts send(count), recv(count);
+      for (size_t i = 0; i < count; ++i) send.data[i] = input(me, i);
+      ASSERT_EQ(ncclReduce(send.data, recv.data, count, ncclInt32, ncclMax, root, comm, s),
+                ncclSuccess);
+      sync();
+      std::vector<int32_t> bcast(count), max(count);
+      for (size_t i = 0; i < count; ++i) {
+        bcast[i] = input(root, i);
+        max[i] = input(0, i);
+        for (int r = 1; r < n; ++r) max[i] = std::max(max[i], input(r, i));
+      }
+      const std::string from = " root " + std::to_string(root) + at;
+      expectElements(ctx, buf.data, bcast, "broadcast" + from);
+      if (me == root) expectElements(ctx, recv.data, max, "reduce" + from);
+      if (me != root)  // a non-root's receive buffer is not written
+        expectElements(ctx, recv.data, std::vector<int32_t>(count, kPoison), "reduce" + from);
+    }
+    for (bool inPlace : {false, true}) {
+      DeviceInts big(count * n), small(count);
+      int32_t* mine = inPlace ? big.data + me * count : small.data;
+      for (size_t i = 0; i < count; ++i) mine[i] = input(me, i);
+      ASSERT_EQ(ncclAllGather(mine, big.data, count, ncclInt32, comm, s), ncclSuccess);
+      DeviceInts whole(count * n), part(count);
+      for (size_t i = 0; i < count * n; ++i) whole.data[i] = input(me, i);
+      int32_t* out = inPlace ? whole.data + me * count : part.data;
+      ASSERT_EQ(ncclReduceScatter(whole.data, out, count, ncclInt32, ncclSum, comm, s),
+                ncclSuccess);
+      sync();
+      std::vector<int32_t> gathered(count * n), block(count, 0);
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < count; ++i) {
+          gathered[r * count + i] = input(r, i);
+          block[i] += input(r, me * count + i);
+        }
+      const std::string how = (inPlace ? " in place" : "") + at;
+      expectElements(ctx, big.data, gathered, "allgather" + how);
+      expectElements(ctx, out, block, "reducescatter" + how);
+    }
+  }
+  ncclResult_t async = ncclInternalError;
+  EXPECT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSuccess) << ncclGetLastError(comm);
+  EXPECT_EQ(fake.deviceOps(), hostSteps) << "a host-driven step moved data";
+  EXPECT_GT(fake.kernelLaunches(), launches);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(DeviceKernelTest, EveryCollectiveThreads) {
+  for (int n : {1, 2, 3, 5})
+    BRAID_EXPECT_ALL_RANKS_OK(runThreads(n, everyCollective, kernelOptions()));
+}
+
+TEST_F(DeviceKernelTest, EveryCollectiveProcesses) {
+  BRAID_EXPECT_ALL_RANKS_OK(runProcesses(3, everyCollective, kernelOptions()));
+}
+
+// Each schedule and protocol forced, at odd and even rank counts.
+TEST_F(DeviceKernelTest, EveryScheduleAndProtocol) {
+  const std::vector<std::pair<std::string, std::string>> forced[] = {
+      {{"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", "Simple"}},
+      {{"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", "LL"}},
+      {{"NCCL_ALGO", "Tree"}, {"NCCL_PROTO", "Simple"}},
+      {{"NCCL_ALGO", "Tree"}, {"NCCL_PROTO", "LL"}},
+      {{"NCCL_ALGO", "OneShot"}, {"NCCL_PROTO", "LL"}},
+      {{"NCCL_ALGO", "OneShot"}, {"NCCL_PROTO", "Simple"}},
+  };
+  for (const auto& env : forced)
+    for (int n : {2, 3})
+      BRAID_EXPECT_ALL_RANKS_OK(runThreads(n, everyCollective, kernelOptions(env)))
+          << env[0].second << "/" << env[1].second;
+}
+
+// A communicator's launches run in the order they were issued, whatever streams they name: the
+// second call (on another stream) reads what the first (on a held stream) writes.
+void issueOrderAcrossStreams(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  ASSERT_NE(comm, nullptr);
+  auto& fake = fakeDevice();
+  void* first = fake.createStream(0);
+  void* second = fake.createStream(0);
+  const size_t count = 5003;
+  DeviceInts a(count), b(count), c(count);
+  for (size_t i = 0; i < count; ++i) a.data[i] = input(ctx.rank(), i);
+  fake.hold(first);
+  ASSERT_EQ(ncclAllReduce(a.data, b.data, count, ncclInt32, ncclSum, comm,
+                          static_cast<cudaStream_t>(first)),
+            ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(b.data, c.data, count, ncclInt32, ncclSum, comm,
+                          static_cast<cudaStream_t>(second)),
+            ncclSuccess);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(c.data[0], kPoison) << "the second call ran before the first";
+  fake.release(first);
+  fake.synchronize(second);
+  std::vector<int32_t> want(count);
+  for (size_t i = 0; i < count; ++i) {
+    int32_t sum = 0;
+    for (int r = 0; r < ctx.nranks(); ++r) sum += input(r, i);
+    want[i] = sum * ctx.nranks();
+  }
+  expectElements(ctx, c.data, want, "second call");
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(DeviceKernelTest, LaunchesRunInIssueOrderAcrossStreams) {
+  BRAID_EXPECT_ALL_RANKS_OK(runThreads(3, issueOrderAcrossStreams, kernelOptions()));
+}
+
+// A peer that never launches: ncclCommAbort makes the waiting blocks give up, the stream
+// completes at once (long before the timeout), and nothing hangs.
+std::atomic<bool> abortDone{false};
+void abortEndsAWaitingKernel(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  ASSERT_NE(comm, nullptr);
+  if (ctx.rank() == 0) {
+    void* stream = fakeDevice().createStream(0);
+    DeviceInts buf(4096);
+    ASSERT_EQ(ncclAllReduce(buf.data, buf.data, 4096, ncclInt32, ncclSum, comm,
+                            static_cast<cudaStream_t>(stream)),
+              ncclSuccess);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+    fakeDevice().synchronize(stream);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+    abortDone = true;
+  } else {
+    while (!abortDone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  }
+}
+
+TEST_F(DeviceKernelTest, AbortEndsAWaitingKernel) {
+  RunOptions o = kernelOptions();
+  o.env.push_back({"BRAID_TIMEOUT_S", "60"});
+  BRAID_EXPECT_ALL_RANKS_OK(runThreads(2, abortEndsAWaitingKernel, o));
+}
+
+// Two ranks of one process on one device's default stream would wait for each other on it:
+// refused, saying why.
+void sharedDefaultStream(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  ASSERT_NE(comm, nullptr);
+  DeviceInts buf(16);
+  EXPECT_EQ(ncclAllReduce(buf.data, buf.data, 16, ncclInt32, ncclSum, comm, nullptr),
+            ncclInvalidUsage);
+  const std::string e = ncclGetLastError(comm);
+  EXPECT_NE(e.find("default stream of device 0"), std::string::npos) << e;
+  EXPECT_NE(e.find("a stream of its own"), std::string::npos) << e;
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(DeviceKernelTest, RanksSharingTheDefaultStreamAreRefused) {
+  BRAID_EXPECT_ALL_RANKS_OK(runThreads(2, sharedDefaultStream, kernelOptions()));
+}
+
+// BRAID_DEVICE_KERNELS=0: no kernel FIFOs, host-driven steps over the P2P transport instead.
+void kernelsOff(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  ASSERT_NE(comm, nullptr);
+  EXPECT_TRUE(comm->team.overP2p);
+  EXPECT_FALSE(comm->device.channels.ready());
+  auto& fake = fakeDevice();
+  const long launches = fake.kernelLaunches(), hostSteps = fake.deviceOps();
+  void* stream = fake.createStream(0);
+  DeviceInts buf(1031);
+  for (size_t i = 0; i < 1031; ++i) buf.data[i] = input(ctx.rank(), i);
+  ASSERT_EQ(ncclAllReduce(buf.data, buf.data, 1031, ncclInt32, ncclSum, comm,
+                          static_cast<cudaStream_t>(stream)),
+            ncclSuccess);
+  fake.synchronize(stream);
+  std::vector<int32_t> want(1031, 0);
+  for (int r = 0; r < ctx.nranks(); ++r)
+    for (size_t i = 0; i < 1031; ++i) want[i] += input(r, i);
+  expectElements(ctx, buf.data, want, "allreduce without kernels");
+  EXPECT_EQ(fake.kernelLaunches(), launches);
+  EXPECT_GT(fake.deviceOps(), hostSteps);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(DeviceKernelTest, KernelsCanBeTurnedOff) {
+  BRAID_EXPECT_ALL_RANKS_OK(
+      runThreads(2, kernelsOff, kernelOptions({{"BRAID_DEVICE_KERNELS", "0"}})));
+}
+
+}  // namespace

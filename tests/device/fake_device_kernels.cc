@@ -1,0 +1,75 @@
+// The fake device's collective kernels and stream chaining (fake_device_runtime.h).
+#include <cstring>
+
+#include "kernels/device/collective.h"
+#include "kernels/device/emulation.h"
+#include "tests/device/fake_device_runtime.h"
+#include "util/status.h"
+
+namespace braid::test {
+namespace {
+
+/// A point in a stream's order: its first `position` items.
+struct FakeChain {
+  void* stream;
+  size_t position;
+};
+
+}  // namespace
+
+ncclResult_t FakeDeviceRuntime::upload(int device, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return ncclSuccess;
+  if (deviceOf(dst, bytes) != device)
+    return fail(ncclInternalError, "fake: upload to %p (%zu bytes), not memory of device %d", dst,
+                bytes, device);
+  std::memcpy(dst, src, bytes);
+  return ncclSuccess;
+}
+
+ncclResult_t FakeDeviceRuntime::launchCollective(int device,
+                                                 const kernels::device::CollectiveArgs& args,
+                                                 int* status, void* stream) {
+  if (const char* why = kernels::device::unsupported(args))
+    return fail(ncclInternalError, "fake: collective kernel: %s", why);
+  // As a GPU's kernel: it reaches device memory only.
+  for (const void* p : {args.sendbuff, static_cast<const void*>(args.recvbuff)})
+    if (p && deviceOf(p, 1) != device)
+      return fail(ncclInternalError, "fake: collective kernel on device %d given %p", device, p);
+  kernelLaunches_++;
+  push(stream, [args, status] { kernels::device::runLaunchOnThreads(args, status); });
+  return ncclSuccess;
+}
+
+ncclResult_t FakeDeviceRuntime::recordChain(int, void* stream, void** chain) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Stream* s = find(stream);
+  if (*chain == nullptr) *chain = new FakeChain{};
+  *static_cast<FakeChain*>(*chain) = {s, s->queued};
+  return ncclSuccess;
+}
+
+ncclResult_t FakeDeviceRuntime::streamWaitChain(int, void* stream, void* chain) {
+  if (chain == nullptr) return ncclSuccess;
+  const FakeChain at = *static_cast<FakeChain*>(chain);  // as recorded now
+  push(stream, [this, at] {
+    std::unique_lock<std::mutex> lock(mutex_);
+    Stream* s = static_cast<Stream*>(at.stream);
+    s->changed.wait(lock, [&] { return s->done >= at.position; });
+  });
+  return ncclSuccess;
+}
+
+ncclResult_t FakeDeviceRuntime::waitChain(void* chain) {
+  if (chain == nullptr) return ncclSuccess;
+  std::unique_lock<std::mutex> lock(mutex_);
+  const FakeChain at = *static_cast<FakeChain*>(chain);
+  Stream* s = static_cast<Stream*>(at.stream);
+  s->changed.wait(lock, [&] { return s->done >= at.position; });
+  return ncclSuccess;
+}
+
+void FakeDeviceRuntime::destroyChain(void* chain) {
+  delete static_cast<FakeChain*>(chain);
+}
+
+}  // namespace braid::test

@@ -1,0 +1,64 @@
+// The collective kernels' schedule choice (tuner/device_schedule.h): latency-bound sizes take
+// LL and the one-shot, bandwidth-bound sizes the ring under Simple on more channels, and
+// NCCL_ALGO / NCCL_PROTO are obeyed.
+#include <gtest/gtest.h>
+
+#include "tuner/device_schedule.h"
+
+namespace braid {
+namespace {
+
+using kernels::device::Protocol;
+using DeviceAlgorithm = kernels::device::Algorithm;
+
+TEST(DeviceSchedule, SmallCallsTakeLatencyAndLargeOnesBandwidth) {
+  const DeviceSchedule small = chooseDeviceSchedule(CollType::kAllReduce, 8, 2, 8, "", "");
+  EXPECT_EQ(small.protocol, Protocol::kLL);
+  EXPECT_EQ(small.algorithm, DeviceAlgorithm::kOneShot);
+  EXPECT_EQ(small.channels, 1);
+  const DeviceSchedule large =
+      chooseDeviceSchedule(CollType::kAllReduce, size_t{256} << 20, 4, 8, "", "");
+  EXPECT_EQ(large.protocol, Protocol::kSimple);
+  EXPECT_EQ(large.algorithm, DeviceAlgorithm::kRing);
+  EXPECT_EQ(large.channels, 8);
+  EXPECT_LT(small.estimateUs, large.estimateUs);
+}
+
+TEST(DeviceSchedule, OnlyAllReduceHasTreeAndOneShot) {
+  for (CollType c :
+       {CollType::kBroadcast, CollType::kReduce, CollType::kAllGather, CollType::kReduceScatter})
+    for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{1} << 28})
+      EXPECT_EQ(chooseDeviceSchedule(c, bytes, 5, 8, "", "").algorithm, DeviceAlgorithm::kRing);
+  // One-shot stops at 16 ranks.
+  EXPECT_NE(chooseDeviceSchedule(CollType::kAllReduce, 8, 17, 8, "", "").algorithm,
+            DeviceAlgorithm::kOneShot);
+}
+
+TEST(DeviceSchedule, NcclAlgoAndProtoAreObeyed) {
+  const DeviceSchedule tree =
+      chooseDeviceSchedule(CollType::kAllReduce, size_t{64} << 20, 4, 8, "Tree", "LL");
+  EXPECT_EQ(tree.algorithm, DeviceAlgorithm::kTree);
+  EXPECT_EQ(tree.protocol, Protocol::kLL);
+  const DeviceSchedule notOneShot =
+      chooseDeviceSchedule(CollType::kAllReduce, 8, 4, 8, "^oneshot", "simple");
+  EXPECT_NE(notOneShot.algorithm, DeviceAlgorithm::kOneShot);
+  EXPECT_EQ(notOneShot.protocol, Protocol::kSimple);
+  // Nothing allowed (a protocol Braid's kernels do not have): ring under Simple.
+  const DeviceSchedule fallback = chooseDeviceSchedule(CollType::kAllReduce, 8, 4, 8, "", "LL128");
+  EXPECT_EQ(fallback.algorithm, DeviceAlgorithm::kRing);
+  EXPECT_EQ(fallback.protocol, Protocol::kSimple);
+}
+
+TEST(DeviceSchedule, ChannelsGrowWithSizeUpToTheLimit) {
+  int last = 0;
+  for (size_t bytes = 1; bytes <= (size_t{1} << 30); bytes *= 4) {
+    const int c = chooseDeviceSchedule(CollType::kAllGather, bytes, 3, 6, "", "").channels;
+    EXPECT_GE(c, last);
+    EXPECT_LE(c, 6);
+    last = c;
+  }
+  EXPECT_EQ(last, 6);
+}
+
+}  // namespace
+}  // namespace braid
