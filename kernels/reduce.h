@@ -12,13 +12,16 @@ namespace braid::kernels {
 enum class BaseOp : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3 };
 
 /// A fully resolved reduction: what the algorithms pass to every reduce call.
-/// ncclAvg becomes {kSum, postDiv = nranks}; a PreMulSum op becomes {kSum, preMul = true, scalar}.
+/// ncclAvg is resolved as NCCL does: for floating dtypes {kSum, preMul = true, scalar =
+/// (dtype)(1/nranks)} (1/nranks rounded through float, except for fp64), each rank's input
+/// multiplied and rounded before the sum; for integer dtypes {kSum, postDiv = nranks}, the sum
+/// divided and truncated. A PreMulSum op becomes {kSum, preMul = true, scalar}.
 struct ReduceOp {
-  int dtype = 7;                  ///< ncclDataType_t value (0..11)
-  BaseOp op = BaseOp::kSum;       ///< the binary operation
-  bool preMul = false;            ///< multiply the local operand by `scalar` (when kApplyPre is set)
+  int dtype = 7;             ///< ncclDataType_t value (0..11)
+  BaseOp op = BaseOp::kSum;  ///< the binary operation
+  bool preMul = false;       ///< multiply the local operand by `scalar` (when kApplyPre is set)
   alignas(8) unsigned char scalar[8] = {};  ///< premul factor in the dtype's own representation
-  std::uint32_t postDiv = 1;      ///< >1: divide the final value by this (when kApplyPost is set)
+  std::uint32_t postDiv = 1;  ///< >1: divide the final value by this (when kApplyPost is set)
 };
 
 /// Flags of one reduce call: whether the local operand gets the pre-op and the result the post-op.

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "braid/datatypes.h"
+#include "verifiable/element_codec.h"
 #include "verifiable/input_words.h"
 
 namespace braid::verifiable {
@@ -53,9 +54,17 @@ constexpr std::uint64_t kExponentStream = 1;
 
 }  // namespace
 
+double averageScalar(ncclDataType_t type, int nranks) {
+  const double inverse = 1.0 / nranks;
+  if (type == ncclFloat64) return inverse;
+  return roundToType(type, static_cast<float>(inverse));
+}
+
 ExactInputs::ExactInputs(const InputSpec& spec)
     : spec_(spec),
       isSigned_(braid::dataType(spec.type).isSigned),
+      premulAverage_(spec.reduction == Reduction::kAvg && braid::dataType(spec.type).isFloat),
+      averageScalar_(premulAverage_ ? averageScalar(spec.type, spec.nranks) : 1),
       fixedScale_(std::ldexp(1.0, spec.minExponent)),
       exponentKey_(rankKey(subSeed(spec.seed, kExponentStream), -1)) {
   Limits limits = limitsOf(spec.type);
@@ -123,48 +132,48 @@ double ExactInputs::scale(std::size_t index) const {
                     spec_.minExponent + static_cast<int>(streamWord(exponentKey_, index) % span));
 }
 
-// Moves the contributing ranks' parts, last ranks first and within their bounds, until the sum
-// divides by the odd part of nranks (powers of two divide a float exactly anyway).
-void ExactInputs::balanceForAverage(std::vector<std::int64_t>& parts, std::size_t index) const {
-  std::int64_t odd = spec_.nranks;
-  while (odd % 2 == 0) odd /= 2;
-  std::int64_t sum = 0;
-  for (std::int64_t p : parts) sum += p;
-  std::int64_t rem = ((sum % odd) + odd) % odd;
-  std::int64_t delta = rem == 0 ? 0 : rem <= odd / 2 ? -rem : odd - rem;
-  const std::int64_t low = isSigned_ ? -amplitude_ : 0;
-  for (int r = spec_.nranks - 1; r >= 0 && delta != 0; --r) {
-    if (!contributes(r, index)) continue;
-    std::int64_t move = std::clamp(delta, low - parts[r], amplitude_ - parts[r]);
-    parts[r] += move;
-    delta -= move;
+double ExactInputs::averageInput(std::int64_t wanted, double scale) const {
+  const ncclDataType_t type = spec_.type;
+  // Where the products of neighbouring inputs step over more than one value of the type, some
+  // integers are skipped, in runs: after a few neighbours toward zero, halve the integer (its
+  // values are coarser relative to the steps).
+  std::int64_t k = wanted;
+  for (int tries = 1; k != 0; k = tries++ % 4 == 0 ? k / 2 : k - (k > 0 ? 1 : -1)) {
+    const double target = static_cast<double>(k) * scale;
+    // The input nearest target / scalar, then its neighbours (half-ulp steps: the spacing
+    // halves below a power of two), nearest first.
+    const double guess = roundToType(type, target / averageScalar_);
+    const double step = unitInLastPlace(type, guess) / 2;
+    for (int d : {0, 1, -1, 2, -2, 3, -3, 4, -4}) {
+      const double x = roundToType(type, guess + d * step);
+      if (std::isfinite(x) && roundToType(type, x * averageScalar_) == target) return x;
+    }
   }
-  if (delta != 0) throw std::logic_error("verifiable: cannot make the average exact");
+  return 0;
+}
+
+double ExactInputs::input(int rank, std::size_t index, double scale) const {
+  const std::int64_t p = part(rank, index);
+  return premulAverage_ ? averageInput(p, scale) : static_cast<double>(p) * scale;
 }
 
 void ExactInputs::values(std::size_t index, double* out) const {
   const double s = scale(index);
-  if (spec_.exactAverage && spec_.reduction == Reduction::kAvg) {
-    std::vector<std::int64_t> parts(static_cast<std::size_t>(spec_.nranks));
-    for (int r = 0; r < spec_.nranks; ++r) parts[r] = part(r, index);
-    balanceForAverage(parts, index);
-    for (int r = 0; r < spec_.nranks; ++r) out[r] = static_cast<double>(parts[r]) * s;
-    return;
-  }
-  for (int r = 0; r < spec_.nranks; ++r) out[r] = static_cast<double>(part(r, index)) * s;
+  for (int r = 0; r < spec_.nranks; ++r) out[r] = input(r, index, s);
 }
 
 double ExactInputs::value(int rank, std::size_t index) const {
-  if (spec_.exactAverage && spec_.reduction == Reduction::kAvg) {
-    std::vector<double> all(static_cast<std::size_t>(spec_.nranks));
-    values(index, all.data());
-    return all[rank];
-  }
-  return static_cast<double>(part(rank, index)) * scale(index);
+  return input(rank, index, scale(index));
 }
 
 template <typename Input>
 double ExactInputs::combineInputs(Input input) const {
+  if (premulAverage_) {  // NCCL's float average: the sum of the rounded products
+    double acc = 0;
+    for (int r = 0; r < spec_.nranks; ++r)
+      acc += roundToType(spec_.type, input(r) * averageScalar_);
+    return acc;
+  }
   const bool premul = spec_.reduction == Reduction::kPreMulSum;
   double acc = premul ? input(0) * premulScalar(0) : input(0);
   for (int r = 1; r < spec_.nranks; ++r) {
@@ -195,14 +204,9 @@ double ExactInputs::combine(const double* values) const {
 }
 
 double ExactInputs::reduced(std::size_t index) const {
-  if (spec_.exactAverage && spec_.reduction == Reduction::kAvg) {
-    std::vector<double> balanced(static_cast<std::size_t>(spec_.nranks));
-    values(index, balanced.data());
-    return combine(balanced.data());
-  }
   // Rank by rank, without allocating: the benchmarks check millions of elements.
   const double s = scale(index);
-  return combineInputs([&](int r) { return static_cast<double>(part(r, index)) * s; });
+  return combineInputs([&](int r) { return input(r, index, s); });
 }
 
 }  // namespace braid::verifiable

@@ -8,6 +8,12 @@
 // bound each rank's share of the type's exact range; when the ranks outnumber it, only every
 // stride-th rank contributes (+-1) to an element. Products multiply +-1 and +-2, at most as many
 // 2s as the type can double. Max and min take integers within the same bounds.
+//
+// ncclAvg follows NCCL: integers sum and divide (truncating); floating types multiply each
+// rank's input by averageScalar (1/nranks rounded to the type) and sum the rounded products. For
+// floats, each rank's input is chosen so that its rounded product is one of the integers above
+// (where no input of the type gives that integer, a nearby smaller one), so the sum of the
+// products is exact in any order too.
 #pragma once
 
 #include <cstddef>
@@ -37,10 +43,11 @@ struct InputSpec {
   /// rank that applies another rank's.
   double evenScalar = 1;
   double oddScalar = 2;
-  /// kAvg on floats: the inputs are moved (within their bounds) so that each sum divides by the
-  /// odd part of nranks, which makes the mean exact too.
-  bool exactAverage = false;
 };
+
+/// ncclAvg's factor for a floating type, as NCCL computes it: 1.0 / nranks in double, through
+/// float for every type but double, rounded to the type.
+double averageScalar(ncclDataType_t type, int nranks);
 
 /// The premul-sum scalar of rank under spec (evenScalar or oddScalar).
 inline double premulScalar(const InputSpec& spec, int rank) {
@@ -56,8 +63,9 @@ class ExactInputs {
   /// Every rank's value at element index (out[0 .. nranks)).
   void values(std::size_t index, double* out) const;
   double premulScalar(int rank) const { return verifiable::premulScalar(spec_, rank); }
-  /// The exact reduction over all ranks at element index. kAvg: the sum divided by nranks
-  /// (exact with exactAverage, otherwise the real quotient a rounded result must be near).
+  /// The exact reduction over all ranks at element index. kAvg: for floats the sum of every
+  /// rank's input times averageScalar, each product rounded to the type (exact in any order);
+  /// for integers the sum divided by nranks, not truncated (the caller truncates).
   double reduced(std::size_t index) const;
   /// The same from every rank's values at one element (from values()), when the caller has them.
   double combine(const double* values) const;
@@ -70,12 +78,17 @@ class ExactInputs {
   std::int64_t part(int rank, std::size_t index) const;  ///< the integer before any scaling
   bool contributes(int rank, std::size_t index) const;
   double scale(std::size_t index) const;
-  void balanceForAverage(std::vector<std::int64_t>& parts, std::size_t index) const;
+  /// Floating kAvg: an input whose product with averageScalar rounds to wanted * scale, or to
+  /// a nearby smaller integer times scale where no input gives that one (0 at worst).
+  double averageInput(std::int64_t wanted, double scale) const;
+  double input(int rank, std::size_t index, double scale) const;  ///< what rank contributes
   template <typename Input>
   double combineInputs(Input input) const;  ///< input(rank): that rank's value
 
   InputSpec spec_;
   bool isSigned_;
+  bool premulAverage_ = false;  ///< kAvg on a floating type
+  double averageScalar_ = 1;
   Shape shape_ = Shape::kSumLike;
   std::int64_t amplitude_ = 1;
   std::int64_t stride_ = 1;

@@ -2,9 +2,10 @@
 //
 // The values come from the generator the tests share (verifiable/exact_inputs.h, default
 // bounds): small integers (+-1 and +-2 for prod) bounded so that, for every type, every partial
-// result in any reduction order is exactly representable. Only ncclAvg has a final division; its
-// result may be off by one unit in the last place of the type (NCCL divides, or scales by 1/n,
-// in the type), and integer averages truncate.
+// result in any reduction order is exactly representable. ncclAvg on floats scales each input by
+// 1/n rounded to the type and sums the rounded products (NCCL's premul-sum); the inputs are
+// chosen so that those products are such integers too. A float average is still allowed one
+// unit in the last place of the type; integer averages divide the sum and truncate.
 #pragma once
 
 #include <cstddef>

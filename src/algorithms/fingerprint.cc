@@ -13,7 +13,9 @@ namespace {
 // Third word: kind (bits 0-7), datatype (8-15), op (16-23), algorithm (24-30), device buffers
 // (31), root or peer (32-63).
 constexpr uint64_t kNoOp = 0xff;  // data is copied, not combined (broadcast, allgather, send)
-constexpr uint64_t kOpAvg = 4;    // ncclAvg's value; resolved ops keep it in the postDiv field
+// ncclAvg's value. The resolved op does not keep it apart: a floating avg is a premulsum by
+// 1/nranks, an integer one a sum with postDiv. The caller's op (CollArgs::userOp) tells.
+constexpr uint64_t kOpAvg = 4;
 constexpr uint64_t kOpPreMulSum = 5;
 
 constexpr uint64_t kAlgoMask = uint64_t(0x7f) << 24;
@@ -58,10 +60,10 @@ bool isRooted(OpKind k) {
 Fingerprint collectiveFingerprint(uint64_t seq, const CollArgs& args, const char* algorithm) {
   uint64_t op = kNoOp;
   if (args.reduction) {
-    if (args.op.preMul)
-      op = kOpPreMulSum;
-    else if (args.op.postDiv > 1)
+    if (args.userOp == ncclAvg || args.op.postDiv > 1)
       op = kOpAvg;
+    else if (args.op.preMul)
+      op = kOpPreMulSum;
     else
       op = static_cast<uint64_t>(args.op.op);
   }

@@ -39,7 +39,12 @@ ncclResult_t apiGuard(const char* fn, Body&& body) noexcept {
 ncclResult_t checkComm(ncclComm_t comm, bool mustBeHealthy = true);
 /// `dtype` must be one of ncclDataType_t's values.
 ncclResult_t checkDataType(ncclDataType_t dtype);
-/// Resolves `op` (built-in or created on `comm`) for `dtype` into the kernels' description.
+/// ncclAvg's factor for a floating `dtype`, as NCCL computes it: (dtype)(1.0 / nranks), through
+/// float for every type but double, written to `scalar` in the dtype's own representation.
+/// False (nothing written) for an integer dtype, whose average is a truncating post-divide.
+bool avgPreMultiplier(ncclDataType_t dtype, int nranks, unsigned char* scalar);
+/// Resolves `op` (built-in or created on `comm`) for `dtype` into the kernels' description:
+/// ncclAvg is a premulsum by avgPreMultiplier for floats, a sum divided by nranks for integers.
 /// A premulsum scalar in device memory is not read here: its address goes to *deviceScalar.
 ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dtype,
                        kernels::ReduceOp* out, const void** deviceScalar);

@@ -2,6 +2,7 @@
 
 #include "api/api.h"
 #include "device/device_runtime.h"
+#include "kernels/ops.h"
 
 namespace braid {
 
@@ -36,6 +37,37 @@ ncclResult_t checkDataType(ncclDataType_t dtype) {
   return ncclSuccess;
 }
 
+bool avgPreMultiplier(ncclDataType_t dtype, int nranks, unsigned char* scalar) {
+  namespace k = kernels;
+  // NCCL's hostToDevRedOp: 1/nranks in double, narrowed to float for every type but double,
+  // then to the element type.
+  const double inverse = 1.0 / nranks;
+  const float f = static_cast<float>(inverse);
+  auto put = [&](auto value) { memcpy(scalar, &value, sizeof(value)); };
+  switch (static_cast<int>(dtype)) {
+    case k::dtype::kFloat64:
+      put(inverse);
+      return true;
+    case k::dtype::kFloat32:
+      put(f);
+      return true;
+    case k::dtype::kFloat16:
+      put(k::floatToHalf(f));
+      return true;
+    case k::dtype::kBfloat16:
+      put(k::floatToBf16(f));
+      return true;
+    case k::dtype::kFp8E4M3:
+      put(k::floatToFp8<k::Fp8E4M3Format>(f));
+      return true;
+    case k::dtype::kFp8E5M2:
+      put(k::floatToFp8<k::Fp8E5M2Format>(f));
+      return true;
+    default:
+      return false;
+  }
+}
+
 ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dtype,
                        kernels::ReduceOp* out, const void** deviceScalar) {
   *deviceScalar = nullptr;
@@ -45,7 +77,10 @@ ncclResult_t resolveOp(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dtype,
   if (v >= 0 && v < ncclNumOps) {
     if (op == ncclAvg) {
       r.op = kernels::BaseOp::kSum;
-      r.postDiv = static_cast<uint32_t>(comm->nranks());
+      if (!avgPreMultiplier(dtype, comm->nranks(), r.scalar))
+        r.postDiv = static_cast<uint32_t>(comm->nranks());  // integers: sum, then truncate
+      else
+        r.preMul = true;
     } else {
       r.op = static_cast<kernels::BaseOp>(v);
     }

@@ -170,8 +170,9 @@ void sweep(RankContext& ctx, bool small, Registration registration) {
 }
 
 // The ops whose pre- and post-steps a schedule of several phases must apply exactly once:
-// int32 avg (the total divided once, truncated) and premulsum (the scalar once per rank), for
-// Reduce at every root and ReduceScatter, every element against the exact sum.
+// int32 avg (the total divided once, truncated), premulsum (the scalar once per rank) and float
+// avg (NCCL's: each rank's input times (float)(1/n), once), for Reduce at every root and
+// ReduceScatter, every element against the exact result.
 void preAndPostOps(RankContext& ctx, ncclComm_t comm) {
   const int n = ctx.nranks(), me = ctx.rank();
   int32_t scalar = 3;
@@ -205,6 +206,30 @@ void preAndPostOps(RankContext& ctx, ncclComm_t comm) {
         }
       }
   ncclRedOpDestroy(premul, comm);
+  // Float avg on the shared generator's inputs: the rounded products sum exactly in any order.
+  const braid::verifiable::ExactInputs avg(
+      braid::verifiable::InputSpec{ncclFloat32, braid::verifiable::Reduction::kAvg, n, 23});
+  for (size_t count : {size_t(7), size_t(5003)})
+    for (int root = -1; root < n; root++) {
+      const size_t inCount = root < 0 ? count * n : count;
+      std::vector<float> in(inCount), out(count, -1.0f);
+      for (size_t i = 0; i < inCount; i++) in[i] = static_cast<float>(avg.value(me, i));
+      ncclResult_t r =
+          root < 0
+              ? ncclReduceScatter(in.data(), out.data(), count, ncclFloat32, ncclAvg, comm, nullptr)
+              : ncclReduce(in.data(), out.data(), count, ncclFloat32, ncclAvg, root, comm, nullptr);
+      const std::string what = std::string(root < 0 ? "ReduceScatter" : "Reduce") +
+                               " float avg count " + std::to_string(count) + " root " +
+                               std::to_string(root);
+      if (r != ncclSuccess) return ctx.fail(what + ": " + ncclGetLastError(comm));
+      if (root >= 0 && root != me) continue;
+      for (size_t i = 0; i < count; i++) {
+        const float want = static_cast<float>(avg.reduced(root < 0 ? me * count + i : i));
+        if (out[i] != want)
+          return ctx.fail(what + ": element " + std::to_string(i) + " is " +
+                          std::to_string(out[i]) + ", expected " + std::to_string(want));
+      }
+    }
 }
 
 }  // namespace braid::collectives

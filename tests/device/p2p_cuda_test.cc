@@ -38,13 +38,15 @@ double value(int rank, size_t i) {
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
-/// A float or int32 device buffer filled from value(rank, i) (poison when rank < 0).
+/// A float or int32 device buffer filled from value(rank, i) times `scale` (poison when
+/// rank < 0).
 template <typename T>
 struct DeviceBuffer {
-  DeviceBuffer(size_t n, int rank) : count(n) {
+  DeviceBuffer(size_t n, int rank, double scale = 1) : count(n) {
     EXPECT_EQ(cudaMalloc(&data, n * sizeof(T) + 16), cudaSuccess);
     std::vector<T> host(n);
-    for (size_t i = 0; i < n; i++) host[i] = rank < 0 ? T(-77) : static_cast<T>(value(rank, i));
+    for (size_t i = 0; i < n; i++)
+      host[i] = rank < 0 ? T(-77) : static_cast<T>(value(rank, i) * scale);
     EXPECT_EQ(cudaMemcpy(data, host.data(), n * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
   }
   ~DeviceBuffer() { cudaFree(data); }
@@ -86,16 +88,23 @@ void collectivesOnOneGpu(RankContext& ctx) {
   for (size_t count : {size_t{1}, size_t{1021}, size_t{300007}}) {
     const std::string at = " count " + std::to_string(count);
     for (ncclRedOp_t op : {ncclSum, ncclMax, ncclAvg}) {
-      DeviceBuffer<float> send(count, me), recv(count, -1);
+      // ncclAvg on floats is NCCL's premulsum by (float)(1/n): inputs n times the values, so
+      // that each rounded product is the value again and the sum is exact in any order.
+      const double scale = op == ncclAvg ? n : 1;
+      const float inverse = static_cast<float>(1.0 / n);
+      DeviceBuffer<float> send(count, me, scale), recv(count, -1);
       ASSERT_EQ(ncclAllReduce(send.data, recv.data, count, ncclFloat, op, comm, stream),
                 ncclSuccess);
       CUDA_OK(cudaStreamSynchronize(stream));
       std::vector<double> want(count);
       for (size_t i = 0; i < count; i++) {
         double acc = op == ncclMax ? -1e300 : 0;
-        for (int r = 0; r < n; r++)
-          acc = op == ncclMax ? std::max(acc, value(r, i)) : acc + value(r, i);
-        want[i] = op == ncclAvg ? static_cast<double>(static_cast<float>(acc) / n) : acc;
+        for (int r = 0; r < n; r++) {
+          const double x = static_cast<float>(value(r, i) * scale);
+          const double term = op == ncclAvg ? static_cast<float>(x * inverse) : x;
+          acc = op == ncclMax ? std::max(acc, term) : acc + term;
+        }
+        want[i] = acc;
       }
       expectValues(ctx, recv.read(), want, "allreduce float op " + std::to_string(op) + at);
     }

@@ -66,8 +66,10 @@ bool isUnsigned(int d) {
 }
 
 /// Rank r's element i, as an exact small number: partial sums of up to 8 ranks stay exact in
-/// fp8 (|x| <= 1 there), products are +-powers of two.
-double inputValue(int d, UserOp op, int r, std::size_t i) {
+/// fp8 (|x| <= 1 there), products are +-powers of two. A float avg's inputs are nranks times
+/// that, so that each rank's premultiplied term (x * (dtype)(1/n), rounded) is the small number.
+double inputValue(int d, UserOp op, int r, std::size_t i, int nranks) {
+  if (op == UserOp::kAvg && isFloat(d)) return nranks * inputValue(d, UserOp::kSum, r, i, 1);
   if (op == UserOp::kProd)
     return (i + r) % 3 == 0 ? 2 : ((i * (r + 1)) % 2 ? -1 : 1);  // unsigned: -1 is all ones
   const bool narrow = d == dtype::kFp8E4M3 || d == dtype::kFp8E5M2;
@@ -77,7 +79,8 @@ double inputValue(int d, UserOp op, int r, std::size_t i) {
   return static_cast<double>(v);
 }
 
-/// The user op as the kernels take it (ncclAvg: sum, divided at the end; premulsum by 2 for
+/// The user op as the kernels take it (ncclAvg as NCCL resolves it: integers sum and divide at
+/// the end, floats premultiply by (dtype)(1/n), through float but for fp64; premulsum by 2 for
 /// integers and 0.5 for floats).
 ReduceOp resolve(int d, UserOp op, int nranks) {
   ReduceOp r;
@@ -97,17 +100,23 @@ ReduceOp resolve(int d, UserOp op, int nranks) {
       break;
     case UserOp::kAvg:
       r.op = BaseOp::kSum;
-      r.postDiv = static_cast<std::uint32_t>(nranks);
+      if (isFloat(d))
+        r.preMul = true;
+      else
+        r.postDiv = static_cast<std::uint32_t>(nranks);
       break;
     case UserOp::kPreMulSum:
       r.op = BaseOp::kSum;
       r.preMul = true;
       break;
   }
-  if (op == UserOp::kPreMulSum) {
+  if (r.preMul) {
+    const double inverse = 1.0 / nranks;
+    const double avgScalar = d == dtype::kFloat64 ? inverse : static_cast<float>(inverse);
+    const double scalar = op == UserOp::kAvg ? avgScalar : (isFloat(d) ? 0.5 : 2);
     cuda::withDtypeAndOp(d, BaseOp::kSum, [&]<int D, class Op>() {
       using E = ElementType<D>;
-      const auto bits = E::store(static_cast<typename E::Compute>(isFloat(d) ? 0.5 : 2));
+      const auto bits = E::store(static_cast<typename E::Compute>(scalar));
       std::memcpy(r.scalar, &bits, sizeof(bits));
     });
   }
@@ -127,13 +136,22 @@ typename ElementType<D>::Storage toStorage(double x) {
 
 /// The reference of one element over the ranks' values (exact by construction).
 template <int D>
-typename ElementType<D>::Storage reference(UserOp op, const std::vector<double>& values) {
+typename ElementType<D>::Storage reference(UserOp op, const std::vector<double>& values,
+                                           const ReduceOp& resolved) {
   using E = ElementType<D>;
   using C = typename E::Compute;
+  const bool floatAvg = op == UserOp::kAvg && isFloat(D);
   const double scale = op == UserOp::kPreMulSum ? (isFloat(D) ? 0.5 : 2) : 1;
-  double acc = values[0] * scale;
+  // A float avg's term: x times the resolved scalar, rounded to the dtype (NCCL's premulsum).
+  auto term = [&](double x) {
+    if (!floatAvg) return x * scale;
+    typename E::Storage scalarBits;
+    std::memcpy(&scalarBits, resolved.scalar, sizeof(scalarBits));
+    return static_cast<double>(E::load(E::store(static_cast<C>(x * E::load(scalarBits)))));
+  };
+  double acc = term(values[0]);
   for (std::size_t k = 1; k < values.size(); ++k) {
-    const double v = values[k] * scale;
+    const double v = term(values[k]);
     if (op == UserOp::kProd)
       acc *= v;
     else if (op == UserOp::kMax)
@@ -150,9 +168,7 @@ typename ElementType<D>::Storage reference(UserOp op, const std::vector<double>&
       return static_cast<typename E::Storage>(wrapped / static_cast<C>(values.size()));
     return static_cast<typename E::Storage>(wrapped);
   } else {
-    C value = static_cast<C>(acc);
-    if (op == UserOp::kAvg) value = value / static_cast<C>(values.size());
-    return E::store(value);
+    return E::store(static_cast<C>(acc));
   }
 }
 
@@ -175,7 +191,7 @@ class DeviceProtocol : public testing::TestWithParam<Case> {
       values[r].resize(inCount);
       in[r].resize(inCount);
       for (std::size_t i = 0; i < inCount; ++i) {
-        values[r][i] = inputValue(D, op, r, i);
+        values[r][i] = inputValue(D, op, r, i, n);
         in[r][i] = toStorage<D>(values[r][i]);
       }
       out[r].assign(inPlace ? std::max(inCount, outCount) : outCount, S{});
@@ -223,7 +239,7 @@ class DeviceProtocol : public testing::TestWithParam<Case> {
           case Collective::kReduceScatter: {
             const std::size_t at = scatters ? r * count + i : i;
             for (int q = 0; q < n; ++q) column[q] = values[q][at];
-            expected = reference<D>(op, column);
+            expected = reference<D>(op, column, args[r].op);
             // Reduce: only the root's buffer is written; the others keep the poison (out of
             // place) or their input (in place).
             if (k.collective == Collective::kReduce && r != root) {

@@ -2,7 +2,8 @@
 // 5 ranks on a model of odd sizes and mixed types, ranks that finish gradients in different
 // orders, buckets launched in order as soon as they are complete, the rebuild after the first
 // step, accumulation over no-sync steps, and the step statistics. Every element is checked
-// against the float64 average of the known inputs.
+// against NCCL's average of the known inputs (each rank's value times 1/n rounded to the type,
+// rounded, summed), computed in float64.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -8,6 +8,7 @@
 
 #include "gradsync/element_ops.h"
 #include "verifiable/element_codec.h"
+#include "verifiable/exact_inputs.h"
 #include "verifiable/input_words.h"
 
 namespace braid::gradsync_test {
@@ -123,11 +124,11 @@ void runSteps(test::RankContext& ctx, ncclComm_t comm, const Scenario& s) {
     Buffers buffers(s.model);
     if (!registerModel(ctx, sync, s.model, views ? nullptr : &buffers)) return;
     if (s.afterFinalize) s.afterFinalize(ctx, sync);
-    // Exact sums over ranks and micro-steps since the last synced step, and sums of magnitudes
-    // (the scale of the rounding the reduced types may add).
-    std::vector<std::vector<double>> sum(gradients), magnitude(gradients);
+    // Each rank's exact sum over the micro-steps since the last synced step (what it averages),
+    // and sums of magnitudes (the scale of the rounding the reduced types may add).
+    std::vector<std::vector<double>> own(gradients), magnitude(gradients);
     for (int g = 0; g < gradients; g++) {
-      sum[g].assign(s.model[g].count, 0.0);
+      own[g].assign(s.model[g].count * n, 0.0);
       magnitude[g].assign(s.model[g].count, 0.0);
     }
     int microSteps = 0;
@@ -140,7 +141,7 @@ void runSteps(test::RankContext& ctx, ncclComm_t comm, const Scenario& s) {
           for (int q = 0; q < n; q++) {
             double v = inputValue(s.seed, q, g, i, step, s.model[g].dtype);
             if (q == me) storeValue(data, i, s.model[g].dtype, v);
-            sum[g][i] += v;
+            own[g][i * n + q] += v;
             magnitude[g][i] += std::fabs(v);
           }
         }
@@ -173,10 +174,18 @@ void runSteps(test::RankContext& ctx, ncclComm_t comm, const Scenario& s) {
         const void* data = views ? sync.gradientData(g) : buffers.data(g);
         // fp32 gradients on an fp16/bf16 wire are rounded like that type.
         const bool onWire = t == ncclFloat32 && s.options.wire != WireFormat::kNative;
-        const double u = unitRoundoff(
-            !onWire ? t : (s.options.wire == WireFormat::kFloat16 ? ncclFloat16 : ncclBfloat16));
+        const ncclDataType_t reduced =
+            !onWire ? t : (s.options.wire == WireFormat::kFloat16 ? ncclFloat16 : ncclBfloat16);
+        const double u = unitRoundoff(reduced);
+        // ncclAvg as NCCL computes it (and premulsum by GradSync's 1/n, the same scalar): each
+        // rank's value, in the reduced type, times 1/n rounded to that type, rounded, summed.
+        const double scalar = verifiable::averageScalar(reduced, n);
         for (size_t i = 0; i < s.model[g].count; i++) {
-          const double expected = sum[g][i] / n;
+          double expected = 0;
+          for (int q = 0; q < n; q++) {
+            const double x = verifiable::roundToType(reduced, own[g][i * n + q]);
+            expected += verifiable::roundToType(reduced, x * scalar);
+          }
           const double got = loadValue(data, i, t);
           const double tolerance = (n + 2 + microSteps) * u * magnitude[g][i] / n;
           if (!(std::fabs(got - expected) <= tolerance) && bad++ < 5)
@@ -185,7 +194,7 @@ void runSteps(test::RankContext& ctx, ncclComm_t comm, const Scenario& s) {
                      fmt(got) + ", expected " + fmt(expected) + " (tolerance " + fmt(tolerance) +
                      ")");
         }
-        std::fill(sum[g].begin(), sum[g].end(), 0.0);
+        std::fill(own[g].begin(), own[g].end(), 0.0);
         std::fill(magnitude[g].begin(), magnitude[g].end(), 0.0);
       }
       microSteps = 0;

@@ -1,5 +1,6 @@
 // Shared pieces of the GradSync tests: inputs known from (seed, rank, gradient, element, step),
-// the exact average they must produce (float64), buffers per gradient, and a scenario runner that
+// the average they must produce (NCCL's: the sum of each rank's value times 1/n rounded to the
+// type, each product rounded; in float64), buffers per gradient, and a scenario runner that
 // registers a model, runs steps (synced or not, in any marking order) and checks every element.
 #pragma once
 

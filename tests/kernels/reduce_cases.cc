@@ -10,7 +10,7 @@
 namespace braid::kernels::testing {
 
 const char* opName(OpKind kind) {
-  static const char* const names[] = {"sum", "prod", "max", "min", "avg", "premulsum"};
+  static const char* const names[] = {"sum", "prod", "max", "min", "avg", "premulsum", "postdiv"};
   return names[static_cast<int>(kind)];
 }
 
@@ -52,7 +52,26 @@ ReduceOp makeOp(int dtype, OpKind kind, std::mt19937_64& rng) {
     case OpKind::kMin:
       op.op = BaseOp::kMin;
       break;
-    case OpKind::kAvg:
+    case OpKind::kAvg: {
+      // NCCL's resolution: integers divide the sum, floats premultiply by 1/n rounded to the
+      // dtype (through float but for fp64), here from the reference's own rounding.
+      const std::uint32_t nranks = 2 + static_cast<std::uint32_t>(rng() % 7);
+      op.op = BaseOp::kSum;
+      if (isIntegerDtype(dtype)) {
+        op.postDiv = nranks;
+      } else {
+        op.preMul = true;
+        std::uint64_t bits = 0;
+        const double inverse = 1.0 / nranks;
+        if (dtype == 8)
+          std::memcpy(&bits, &inverse, sizeof(inverse));
+        else
+          bits = nearestEncoding(dtype, static_cast<float>(inverse));
+        std::memcpy(op.scalar, &bits, typeSize(dtype));
+      }
+      break;
+    }
+    case OpKind::kPostDiv:
       op.op = BaseOp::kSum;
       op.postDiv = 2 + static_cast<std::uint32_t>(rng() % 7);
       break;

@@ -13,9 +13,13 @@
 
 namespace braid::kernels::testing {
 
-enum class OpKind { kSum, kProd, kMax, kMin, kAvg, kPreMulSum };
-inline constexpr OpKind kAllOps[] = {OpKind::kSum, OpKind::kProd, OpKind::kMax,
-                                     OpKind::kMin, OpKind::kAvg,  OpKind::kPreMulSum};
+/// kAvg: ncclAvg as the library resolves it for the dtype (floats: premul by the dtype's
+/// 1/n; integers: postDiv n); kPostDiv: a division of the result for every dtype (what the
+/// kernels also support for floats).
+enum class OpKind { kSum, kProd, kMax, kMin, kAvg, kPreMulSum, kPostDiv };
+inline constexpr OpKind kAllOps[] = {OpKind::kSum,    OpKind::kProd, OpKind::kMax,
+                                     OpKind::kMin,    OpKind::kAvg,  OpKind::kPreMulSum,
+                                     OpKind::kPostDiv};
 
 const char* opName(OpKind kind);
 
@@ -23,7 +27,7 @@ inline constexpr std::size_t kCounts[] = {0,  1,  2,  3,  7,  15,  16,   17,
                                           31, 33, 63, 64, 65, 127, 1000, 4099};
 inline constexpr unsigned kFlagSets[] = {0u, kApplyPre, kApplyPost, kApplyPre | kApplyPost};
 
-/// A ReduceOp for the kind, with a random postDiv (avg) or premul scalar.
+/// A ReduceOp for the kind, with a random rank count (avg, postdiv) or premul scalar.
 ReduceOp makeOp(int dtype, OpKind kind, std::mt19937_64& rng);
 
 enum class Alias { kNone, kOut0IsAcc, kOut0IsLocal };

@@ -150,12 +150,14 @@ void allReduceOnHosts(RankContext& ctx) {
   if (ncclAllReduce(in.data(), out.data(), kCount, ncclFloat32, ncclAvg, comm, nullptr) !=
       ncclSuccess)
     return fail("float ncclAllReduce");
+  // NCCL's float average: each input times (float)(1/n), rounded to float, summed.
+  const float inverse = static_cast<float>(1.0 / n);
   for (size_t i = 0; i < kCount; i++) {
-    double sum = 0;
-    for (int r = 0; r < n; r++) sum += value(r, i);
-    if (std::abs(out[i] - sum / n) > 1e-6 + 1e-5 * std::abs(sum / n))
+    double avg = 0;
+    for (int r = 0; r < n; r++) avg += static_cast<float>(value(r, i) * inverse);
+    if (std::abs(out[i] - avg) > 1e-6 + 1e-5 * std::abs(avg))
       return ctx.fail("float avg: element " + std::to_string(i) + " is " + std::to_string(out[i]) +
-                      ", expected " + std::to_string(sum / n));
+                      ", expected " + std::to_string(avg));
   }
   ncclCommDestroy(comm);
 }

@@ -26,7 +26,8 @@ verifiable::Reduction reductionOf(OpKind op) {
 
 // Float sums, averages and premul-sums: the shared integer partitions over the whole exact
 // range, scaled by 2^shift per element; scalars 1/2 and 1/4 alternate between ranks (a rank
-// using another's scalar is caught, and each product is exact); averages divide exactly.
+// using another's scalar is caught, and each product is exact); averages premultiply by 1/n
+// rounded to the type, as NCCL, on inputs whose rounded products are those integers.
 verifiable::InputSpec sumSpec(const DTypeInfo& t, OpKind op, int nranks, uint64_t seed) {
   verifiable::InputSpec spec;
   spec.type = t.type;
@@ -38,7 +39,6 @@ verifiable::InputSpec sumSpec(const DTypeInfo& t, OpKind op, int nranks, uint64_
   spec.maxExponent = t.maxShift;
   spec.evenScalar = 0.5;
   spec.oddScalar = 0.25;
-  spec.exactAverage = true;
   return spec;
 }
 

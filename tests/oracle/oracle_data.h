@@ -3,12 +3,13 @@
 //
 // How exactness is kept (the reduction order differs between Ring and Tree and between chunks):
 // - Integers: any values. Sum, prod and premulsum wrap modulo 2^bits, which is associative and
-//   commutative, and avg divides the wrapped sum (truncating), as the library documents.
+//   commutative, and avg divides the wrapped sum (truncating), as NCCL does.
 // - Float sum/avg/premulsum: the shared generator's integer partitions (verifiable/
 //   exact_inputs.h), k * 2^j with sum |k| <= 2^exactBits, so every partial sum in any order is
-//   representable (no rounding). Avg moves the inputs so that the sum divides by the odd part of
-//   nranks, which makes the quotient exact. Premulsum scalars are 1/2 or 1/4 (per rank), so each
-//   product is exact too.
+//   representable (no rounding). Avg is NCCL's: each input times (dtype)(1/nranks), rounded to
+//   the dtype, then summed; the inputs are chosen so that those rounded products are the
+//   integer partitions, and the expected value is their exact sum. Premulsum scalars are 1/2 or
+//   1/4 (per rank), so each product is exact too.
 // - Float prod: factors from {±1/2, ±1, ±2} and a few ±0: every partial product is a power of
 //   two (or a zero whose sign is the xor of the signs) within range.
 // - Max/min: arbitrary non-NaN bit patterns (subnormals, ±0, inf where the format has it);

@@ -50,6 +50,17 @@ TEST(Fingerprint, EveryFieldChangesIt) {
   a = base;
   a.op.preMul = true;
   differs(collectiveFingerprint(57, a, "Ring"), "premulsum");
+  // A floating ncclAvg resolves to a premulsum by 1/nranks: the caller's op keeps it apart from
+  // a premulsum the user created (and from a sum), and it reads as avg.
+  CollArgs floatAvg = base;
+  floatAvg.op.preMul = true;
+  floatAvg.userOp = ncclAvg;
+  differs(collectiveFingerprint(57, floatAvg, "Ring"), "float avg");
+  EXPECT_FALSE(collectiveFingerprint(57, floatAvg, "Ring") == collectiveFingerprint(57, a, "Ring"));
+  a = base;
+  a.op.postDiv = 4;  // an integer-style avg describes the same way
+  EXPECT_EQ(describeCall(collectiveFingerprint(57, floatAvg, "Ring"), false, -1, true),
+            describeCall(collectiveFingerprint(57, a, "Ring"), false, -1, true));
   a = base;
   a.coll = CollType::kReduce;
   a.root = 3;

@@ -65,17 +65,11 @@ double load(const Bytes& buffer, std::size_t index, ncclDataType_t type) {
   return verifiable::loadElement(buffer.data(), index, type);
 }
 
-// The reference for one output element from MPI's reduced value: avg divides like Braid does
-// (integers truncate; floats divide in their compute type and round once).
+// The reference for one output element from MPI's reduced value: an integer avg divides the sum
+// and truncates; a float avg is already the sum of the premultiplied contributions (NCCL's).
 double referenceFromMpi(double mpiValue, const ValueSpec& spec) {
-  if (spec.op != Op::kAvg) return mpiValue;
-  int n = spec.nranks;
-  if (!isFloatType(spec.type)) return std::trunc(mpiValue / n);
-  if (spec.type == ncclFloat64) return mpiValue / n;
-  float quotient = static_cast<float>(mpiValue) / static_cast<float>(n);
-  alignas(8) unsigned char element[8];
-  verifiable::storeElement(element, 0, spec.type, quotient);
-  return verifiable::loadElement(element, 0, spec.type);
+  if (spec.op != Op::kAvg || isFloatType(spec.type)) return mpiValue;
+  return std::trunc(mpiValue / spec.nranks);
 }
 
 class Runner {
@@ -116,7 +110,8 @@ class Runner {
     for (std::size_t i = 0; i < in; ++i)
       verifiable::storeElement(input.data(), i, s_.type, inputValue(s_, rank_, i));
 
-    // MPI on the same values (premul-sum: each rank's scaled contribution), in MPI's type.
+    // MPI on the same values (premul-sum and float avg: each rank's scaled contribution), in
+    // MPI's type.
     ncclDataType_t storage = mpiStorage(s_.type);
     std::size_t mpiSize = typeBytes(storage);
     Bytes mpiIn(in * mpiSize + 1), mpiOut(in * mpiSize + 1);

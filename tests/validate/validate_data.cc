@@ -90,6 +90,9 @@ double inputValue(const ValueSpec& spec, int rank, std::size_t index) {
 
 double contribution(const ValueSpec& spec, int rank, std::size_t index) {
   double value = inputValue(spec, rank, index);
+  // A float average is NCCL's premul-sum by 1/nranks rounded to the type.
+  if (spec.op == Op::kAvg && isFloatType(spec.type))
+    return roundTo(spec.type, value * verifiable::averageScalar(spec.type, spec.nranks));
   if (spec.op != Op::kPreMulSum) return value;
   return roundTo(spec.type, value * premulScalar(spec, rank));
 }
@@ -107,12 +110,8 @@ double allowedDifference(const ValueSpec& spec, std::size_t index) {
     double v = std::fabs(contribution(spec, r, index));
     magnitude = spec.op == Op::kProd ? magnitude * v : magnitude + v;
   }
-  double bound = relative * magnitude + spec.nranks * (own.tiny + mpi.tiny);
-  if (spec.op == Op::kAvg) {
-    // Braid divides its rounded sum by n and rounds once more; the reference divides exactly.
-    bound = bound / spec.nranks + own.unit * magnitude / spec.nranks + own.tiny;
-  }
-  return bound;
+  // (A float average sums the premultiplied contributions: the same bound as a sum of them.)
+  return relative * magnitude + spec.nranks * (own.tiny + mpi.tiny);
 }
 
 }  // namespace braid::validate

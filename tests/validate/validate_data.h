@@ -35,7 +35,8 @@ struct ValueSpec {
 double inputValue(const ValueSpec& spec, int rank, std::size_t index);
 /// The premul-sum scalar of rank (exact in every type).
 double premulScalar(const ValueSpec& spec, int rank);
-/// What rank contributes to the sum: input, or round(input * scalar) for premul-sum.
+/// What rank contributes to the sum: input, round(input * scalar) for premul-sum, or for a float
+/// avg round(input * (type)(1/nranks)) as NCCL computes it.
 double contribution(const ValueSpec& spec, int rank, std::size_t index);
 
 bool isFloatType(ncclDataType_t type);

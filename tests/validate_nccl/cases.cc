@@ -148,8 +148,9 @@ double allowedDifference(const CaseKey& key, int nranks, std::uint64_t seed, std
   // (premul-sum), the same rounding in both libraries.
   if (nranks == 1) return 0;
   validate::ValueSpec spec = specOf(key, nranks, seed);
-  // Exact data: every partial sum is representable; avg's division is the exception below.
-  if (spec.values == Values::kExact && op != Op::kAvg) return 0;
+  // Exact data: every partial sum is representable (a float avg's too: it sums the rounded
+  // products of x_r and round(1/n), which the inputs make exact, in both libraries).
+  if (spec.values == Values::kExact) return 0;
   // The element of the reduction this output element comes from.
   if (static_cast<Coll>(key.coll) == Coll::kReduceScatter) index += key.count * key.rank;
   double magnitude = op == Op::kProd ? 1.0 : 0.0;
@@ -159,11 +160,8 @@ double allowedDifference(const CaseKey& key, int nranks, std::uint64_t seed, std
   }
   validate::Precision p = precisionOf(type);
   int n = nranks;
-  if (op == Op::kAvg) {
-    // NCCL: sum of round(x_r * round(1/n)) (premul-sum by 1/n: n + 1 roundings deep); Braid:
-    // round(sum / n) (n roundings). Each within gamma * S / n of the exact mean.
-    return (gamma(n + 1, p.unit) + gamma(n, p.unit)) * magnitude / n + 2 * (n + 1) * p.tiny;
-  }
+  // A float avg is, in both libraries, the sum of round(x_r * round(1/n)): the contributions
+  // above, summed like any other sum.
   // Each library is within gamma_{n-1}(u) S of the exact result whatever its order (Higham),
   // so within twice that of the other; plus the subnormal spacing once per rounding step.
   return 2 * gamma(n - 1, p.unit) * magnitude + 2 * n * p.tiny;

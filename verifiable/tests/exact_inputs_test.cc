@@ -1,7 +1,8 @@
 // The shared generator's promise: for every type, reduction and rank count, each rank's input is
 // representable and the exact result (computed in double) is what any summation order gives,
-// with the per-element exponents, the premul-sum scalars and the balanced averages the oracle
-// asks for; and the inputs are the same wherever they are computed.
+// with the per-element exponents and the premul-sum scalars the oracle asks for, and for
+// ncclAvg as NCCL computes it (floats: every input times 1/nranks rounded to the type, then
+// summed); and the inputs are the same wherever they are computed.
 #include "verifiable/exact_inputs.h"
 
 #include <gtest/gtest.h>
@@ -23,9 +24,11 @@ constexpr Reduction kReductions[] = {Reduction::kSum, Reduction::kProd, Reductio
                                      Reduction::kMin, Reduction::kAvg,  Reduction::kPreMulSum};
 
 // One element reduced as a library may: ranks in a random order, a rounding to the type after
-// every step (the pre-multiplication too).
+// every step (the pre-multiplication too). A float average premultiplies by 1/nranks as NCCL
+// does; an integer one divides the sum at the end.
 double reduceInAnyOrder(const ExactInputs& inputs, std::size_t index, std::mt19937& rng) {
   const InputSpec& spec = inputs.spec();
+  const bool floatAverage = spec.reduction == Reduction::kAvg && braid::dataType(spec.type).isFloat;
   std::vector<int> order(static_cast<std::size_t>(spec.nranks));
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), rng);
@@ -35,6 +38,7 @@ double reduceInAnyOrder(const ExactInputs& inputs, std::size_t index, std::mt199
     double v = inputs.value(r, index);
     if (spec.reduction == Reduction::kPreMulSum)
       v = roundToType(spec.type, v * inputs.premulScalar(r));
+    if (floatAverage) v = roundToType(spec.type, v * averageScalar(spec.type, spec.nranks));
     if (k == 0) {
       acc = v;
     } else if (spec.reduction == Reduction::kProd) {
@@ -48,7 +52,7 @@ double reduceInAnyOrder(const ExactInputs& inputs, std::size_t index, std::mt199
     }
     acc = roundToType(spec.type, acc);
   }
-  return spec.reduction == Reduction::kAvg ? acc / spec.nranks : acc;
+  return spec.reduction == Reduction::kAvg && !floatAverage ? acc / spec.nranks : acc;
 }
 
 TEST(ExactInputs, AnyOrderGivesTheExactResultInEveryType) {
@@ -72,9 +76,10 @@ TEST(ExactInputs, AnyOrderGivesTheExactResultInEveryType) {
   }
 }
 
-// The oracle's settings: the whole exact range, exponents per element, fractional scalars
-// that differ between ranks, and averages that divide exactly (so the mean rounds to itself).
-TEST(ExactInputs, ScaledFractionalAndBalancedInputsStayExact) {
+// The oracle's settings: the whole exact range, exponents per element, and fractional scalars
+// that differ between ranks; averages at rank counts whose 1/n rounds (3, 5, 6) and at ones
+// whose 1/n is exact.
+TEST(ExactInputs, ScaledAndFractionalInputsStayExact) {
   std::mt19937 rng(9);
   for (ncclDataType_t type : {ncclFloat16, ncclFloat32, ncclBfloat16, ncclFloat8e4m3}) {
     for (Reduction reduction : {Reduction::kSum, Reduction::kAvg, Reduction::kPreMulSum}) {
@@ -85,18 +90,54 @@ TEST(ExactInputs, ScaledFractionalAndBalancedInputsStayExact) {
         spec.maxExponent = 2;
         spec.evenScalar = 0.5;
         spec.oddScalar = 0.25;
-        spec.exactAverage = true;
         ExactInputs inputs(spec);
         int fractions = 0;
         for (std::size_t i = 0; i < 300; ++i) {
           const double exact = inputs.reduced(i);
           EXPECT_EQ(roundToType(type, exact), exact) << braid::dataType(type).name;
           EXPECT_EQ(reduceInAnyOrder(inputs, i, rng), exact) << braid::dataType(type).name;
-          const double v = inputs.value(nranks - 1, i);
+          double v = inputs.value(nranks - 1, i);
+          // What the rank adds: an average's input is about nranks times its term.
+          if (reduction == Reduction::kAvg) v = roundToType(type, v * averageScalar(type, nranks));
           if (v != std::floor(v)) ++fractions;  // an odd integer times a negative power of two
         }
         EXPECT_GT(fractions, 10);
       }
+    }
+  }
+}
+
+// ncclAvg's factor as NCCL rounds it, and float averages that are the premultiplied sum (not
+// the quotient of the sum, which fp8 at three ranks misses by 3%) with inputs that still vary.
+TEST(ExactInputs, FloatAveragesPremultiplyByTheRoundedInverse) {
+  EXPECT_EQ(averageScalar(ncclFloat64, 3), 1.0 / 3);
+  EXPECT_EQ(averageScalar(ncclFloat32, 3), static_cast<double>(1.0f / 3));
+  EXPECT_EQ(averageScalar(ncclFloat16, 3), 0x1.554p-2);   // 0.333251953125
+  EXPECT_EQ(averageScalar(ncclBfloat16, 3), 0x1.56p-2);   // 0.333984375
+  EXPECT_EQ(averageScalar(ncclFloat8e4m3, 3), 0x1.6p-2);  // 0.34375
+  EXPECT_EQ(averageScalar(ncclFloat8e5m2, 3), 0x1.4p-2);  // 0.3125
+  EXPECT_EQ(averageScalar(ncclFloat16, 8), 0.125);
+  for (ncclDataType_t type :
+       {ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2}) {
+    for (int nranks : {3, 7, 11, 13, 49}) {
+      ExactInputs inputs(InputSpec{type, Reduction::kAvg, nranks, 31});
+      const double scalar = averageScalar(type, nranks);
+      // The same integers as a sum's (before the search for inputs that give them).
+      ExactInputs sums(InputSpec{type, Reduction::kSum, nranks, 31});
+      int nonzero = 0, nonzeroSums = 0;
+      std::vector<double> all(static_cast<std::size_t>(nranks));
+      for (std::size_t i = 0; i < 200; ++i) {
+        inputs.values(i, all.data());
+        double sum = 0;
+        for (double v : all) sum += roundToType(type, v * scalar);
+        ASSERT_EQ(inputs.reduced(i), sum) << braid::dataType(type).name << " nranks " << nranks;
+        for (double v : all) nonzero += v != 0;
+        for (int r = 0; r < nranks; ++r) nonzeroSums += sums.value(r, i) != 0;
+      }
+      // An integer no input gives is replaced by the next one toward zero that one does: rare,
+      // so nearly every input a sum would have stays nonzero.
+      EXPECT_GE(nonzero * 10, nonzeroSums * 9)
+          << braid::dataType(type).name << " nranks " << nranks;
     }
   }
 }

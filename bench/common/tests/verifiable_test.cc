@@ -10,9 +10,11 @@
 #include <random>
 #include <vector>
 
+#include "braid/datatypes.h"
 #include "collective.h"
 #include "datatypes.h"
 #include "verifiable/element_codec.h"
+#include "verifiable/exact_inputs.h"
 
 namespace braid::bench {
 namespace {
@@ -22,8 +24,10 @@ using verifiable::roundToType;
 using verifiable::storeElement;
 
 // One element reduced the way a correct library may do it: any rank order, one rounding per
-// step; avg divides once at the end, premul-sum scales each input first.
+// step; premul-sum scales each input first, and so does a float avg (by 1/n rounded to the type,
+// as NCCL); an integer avg divides once at the end.
 double reduceLikeALibrary(const DataSpec& spec, std::size_t index, std::mt19937& rng) {
+  const bool floatAverage = spec.opIndex == ncclAvg && braid::dataType(spec.type).isFloat;
   std::vector<int> order(static_cast<std::size_t>(spec.nranks));
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), rng);
@@ -32,6 +36,8 @@ double reduceLikeALibrary(const DataSpec& spec, std::size_t index, std::mt19937&
     int r = order[k];
     double v = inputValue(spec, r, index);
     if (spec.opIndex == kOpMulSum) v = roundToType(spec.type, v * premulScalar(r));
+    if (floatAverage)
+      v = roundToType(spec.type, v * verifiable::averageScalar(spec.type, spec.nranks));
     if (k == 0) {
       acc = v;
       continue;
@@ -52,7 +58,7 @@ double reduceLikeALibrary(const DataSpec& spec, std::size_t index, std::mt19937&
     }
     acc = roundToType(spec.type, acc);
   }
-  if (spec.opIndex == ncclAvg) acc = roundToType(spec.type, acc / spec.nranks);
+  if (spec.opIndex == ncclAvg && !floatAverage) acc = roundToType(spec.type, acc / spec.nranks);
   return acc;
 }
 

@@ -3,9 +3,10 @@ are a deterministic function of (case, rank), so each rank builds every rank's i
 the float64 reference and checks its own output element by element. Outputs are poisoned (0xA5
 bytes) before each call, and out-of-place calls must leave their input untouched.
 
-Values are small integers (|x| <= 3), so sums, products and extrema are exact in every type; avg
-is a division and may differ from the float64 reference by one unit in the last place (floats) or
-is truncated toward zero (integers, as ncclAvg does)."""
+Values are small integers (|x| <= 3), so sums, products and extrema are exact in every type. avg
+is NCCL's: for floats each input times 1/n rounded to the type, each product rounded, summed (the
+inputs of a float avg are n times such integers, so the products are those integers); checked
+within one unit in the last place. Integer avg is the sum truncated toward zero after dividing."""
 
 import itertools
 
@@ -88,14 +89,33 @@ def cases(quick=False):
                 yield Case(collective, dtype, "max", LARGE_COUNT, False, seed)
 
 
-def rank_values(case, rank, count):
+def is_float_avg(case):
+    return case.op == "avg" and "int" not in case.dtype
+
+
+def round_to(values, dtype):
+    """float64 values rounded to `dtype` (nearest even), as float64."""
+    return decode(encode(values, dtype), dtype)
+
+
+def average_scalar(dtype, n):
+    """ncclAvg's factor, as NCCL computes it: 1/n in double, through float but for float64."""
+    if dtype == "float64":
+        return 1.0 / n
+    return float(round_to(np.array([np.float32(1.0 / n)], dtype=np.float64), dtype)[0])
+
+
+def rank_values(case, rank, count, nranks):
     rng = np.random.default_rng([case.seed, rank])
     unsigned = case.dtype.startswith("uint")
-    return rng.integers(0 if unsigned else -3, 4, count).astype(np.float64)
+    values = rng.integers(0 if unsigned else -3, 4, count).astype(np.float64)
+    return values * nranks if is_float_avg(case) else values
 
 
 def reduce_reference(case, stacked):
     n = stacked.shape[0]
+    if is_float_avg(case):
+        return round_to(stacked * average_scalar(case.dtype, n), case.dtype).sum(axis=0)
     if case.op == "sum":
         return stacked.sum(axis=0)
     if case.op == "prod":
@@ -104,10 +124,7 @@ def reduce_reference(case, stacked):
         return stacked.max(axis=0)
     if case.op == "min":
         return stacked.min(axis=0)
-    total = stacked.sum(axis=0)
-    if "int" in case.dtype:
-        return np.trunc(total / n)
-    return total / n
+    return np.trunc(stacked.sum(axis=0) / n)  # integer avg
 
 
 class RankCase:
@@ -118,7 +135,7 @@ class RankCase:
         self.root = nranks - 1
         c, n = case.count, nranks
         send_count = c * n if case.collective in ("reduce_scatter", "alltoall", "scatter") else c
-        values = [rank_values(case, r, send_count) for r in range(n)]
+        values = [rank_values(case, r, send_count, n) for r in range(n)]
         self.send = encode(values[rank], case.dtype)
         self.send_before = self.send.copy()
         self.expected = self._reference(values)
@@ -226,7 +243,7 @@ class RankCase:
             return "%s: output has shape %s, expected %s" % (where, got.shape, expected.shape)
         if got.size == 0:
             return None
-        if case.op == "avg" and "int" not in case.dtype:
+        if is_float_avg(case):
             # One unit in the last place: compare the bit patterns as integers (same signs).
             width = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}[got.itemsize]
             diff = np.abs(got.view(width).astype(np.int64) - expected.view(width).astype(np.int64))

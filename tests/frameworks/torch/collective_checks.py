@@ -3,8 +3,10 @@ from every rank's inputs (each rank can regenerate any rank's input from its see
 
 Inputs are small integers or halves (products: powers of two), so sums, products, minima and
 maxima are exact in every dtype whatever the reduction order: the reference is exact and the
-comparison is bitwise. AVG is checked against the op's definition (exact sum, then one division
-in the dtype's compute type: float32 for the 16-bit floats, truncation for integers).
+comparison is bitwise. AVG is checked against the op's definition, NCCL's: for floats each
+input times 1/world rounded to the dtype (through float32 but for float64), each product rounded
+to the dtype, then summed (a float AVG's inputs are world times the values above, so the products
+are those values and the sum is exact); for integers the sum divided and truncated.
 """
 
 import torch
@@ -19,7 +21,9 @@ OPS = [RO.SUM, RO.AVG, RO.PRODUCT, RO.MIN, RO.MAX]
 SIZES = [0, 1, 7, 1031, 40009]
 
 
-def rank_input(rank, n, dtype, op=RO.SUM, salt=0):
+def rank_input(rank, n, dtype, op=RO.SUM, salt=0, world=1):
+    if op == RO.AVG and dtype.is_floating_point:
+        return (rank_input(rank, n, dtype, RO.SUM, salt).to(torch.float64) * world).to(dtype)
     g = torch.Generator().manual_seed(7919 * rank + 31 * n + salt)
     if dtype == torch.bool:
         return torch.randint(0, 2, (n,), generator=g).bool()
@@ -48,11 +52,13 @@ def reference_reduce(inputs, op, dtype):
     if op == RO.MAX:
         return stacked.max(0).values.to(dtype)
     assert op == RO.AVG
-    total = stacked.sum(0)
     if not dtype.is_floating_point:
-        return torch.div(total.to(torch.int64), n, rounding_mode="trunc").to(dtype)
-    compute = torch.float64 if dtype == torch.float64 else torch.float32
-    return (total.to(compute) / n).to(dtype)
+        return torch.div(stacked.sum(0).to(torch.int64), n, rounding_mode="trunc").to(dtype)
+    inverse = torch.tensor(1.0 / n, dtype=torch.float64)
+    if dtype != torch.float64:
+        inverse = inverse.to(torch.float32)
+    scalar = inverse.to(dtype).to(torch.float64)
+    return (stacked * scalar).to(dtype).to(torch.float64).sum(0).to(dtype)
 
 
 def assert_same(actual, expected, what):
@@ -78,7 +84,7 @@ def check_allreduce(rank, world):
     for dtype in ALLREDUCE_DTYPES:
         for op in OPS:
             for n in SIZES:
-                inputs = [rank_input(r, n, dtype, op) for r in range(world)]
+                inputs = [rank_input(r, n, dtype, op, world=world) for r in range(world)]
                 t = inputs[rank].clone()
                 work = dist.all_reduce(t, op=op, async_op=True)
                 value = work.get_future().wait()
@@ -170,7 +176,8 @@ def check_reduce_scatter(rank, world):
     for dtype in ALLREDUCE_DTYPES:
         for op in (RO.SUM, RO.MAX, RO.AVG):
             for n in SIZES:
-                inputs = [rank_input(r, world * n, dtype, op, salt=5) for r in range(world)]
+                inputs = [rank_input(r, world * n, dtype, op, salt=5, world=world)
+                          for r in range(world)]
                 expected = reference_reduce(inputs, op, dtype)[rank * n:(rank + 1) * n]
                 out = poison(n, dtype)
                 dist._reduce_scatter_base(out, inputs[rank].clone(), op=op)
