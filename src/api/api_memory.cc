@@ -1,23 +1,65 @@
-// Memory for collectives: ncclMemAlloc/ncclMemFree (host memory peers can map), buffer
+// Memory for collectives: ncclMemAlloc/ncclMemFree (memory of the current GPU where there is
+// one, as NCCL's; otherwise host memory peers can map), buffer
 // registration (ncclCommRegister, local) and windows (ncclCommWindowRegister, collective). On the
 // host, registering ncclMemAlloc memory lets shared-memory collectives read peers' buffers in
 // place; see docs/performance.md ("Zero-copy").
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "api/api.h"
 #include "core/buffer_registration.h"
 #include "core/shared_memory.h"
+#include "device/device_runtime.h"
 
 using namespace braid;
 
+namespace {
+
+/// ncclMemAlloc's device allocations (ncclMemFree tells them from host ones).
+struct DeviceAllocations {
+  std::mutex mutex;
+  std::unordered_set<void*> pointers;
+};
+DeviceAllocations& deviceAllocations() {
+  static DeviceAllocations* const all = new DeviceAllocations;  // outlives static destructors
+  return *all;
+}
+
+}  // namespace
+
 NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
-  return apiGuard("ncclMemAlloc", [&] { return sharedAlloc(size, ptr); });
+  return apiGuard("ncclMemAlloc", [&] {
+    // As NCCL: memory of the calling thread's current device (nccl-tests -R, PyTorch's NCCL
+    // memory pool put kernels' buffers there). Without a device: host memory peers can map.
+    DeviceRuntime& rt = deviceRuntime();
+    int device = -1;
+    if (!ptr || size == 0 || rt.deviceCount() == 0 || rt.currentDevice(&device) != ncclSuccess ||
+        device < 0)
+      return sharedAlloc(size, ptr);
+    if (ncclResult_t r = rt.allocDevice(device, size, ptr); r != ncclSuccess)
+      return addContext(r, "ncclMemAlloc: %zu bytes of device %d", size, device);
+    DeviceAllocations& all = deviceAllocations();
+    std::lock_guard<std::mutex> lock(all.mutex);
+    all.pointers.insert(*ptr);
+    return ncclSuccess;
+  });
 }
 
 NCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
-  return apiGuard("ncclMemFree", [&] { return sharedFree(ptr); });
+  return apiGuard("ncclMemFree", [&] {
+    {
+      DeviceAllocations& all = deviceAllocations();
+      std::lock_guard<std::mutex> lock(all.mutex);
+      if (all.pointers.erase(ptr) == 1) {
+        deviceRuntime().freeDevice(ptr);
+        return ncclSuccess;
+      }
+    }
+    return sharedFree(ptr);
+  });
 }
 
 namespace {

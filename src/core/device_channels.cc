@@ -99,7 +99,16 @@ ncclResult_t DeviceChannels::setup(Bootstrap& bootstrap, const std::vector<PeerI
   mine.llSlotBytes = shape.fifo.llSlotBytes;
   words_ = static_cast<int*>(rt.allocMapped(sizeof(int) * (1 + shape.channels)));
   void* region = nullptr;
-  if (!words_) {
+  int sharer = -1;  // a rank of another process on this rank's GPU
+  for (const PeerInfo& p : peers)
+    if (p.processHash != mine.processHash && p.deviceId == peers[rank].deviceId) sharer = p.rank;
+  if (sharer >= 0 && !rt.mpsEnabled(cudaDevice)) {
+    why = "rank " + std::to_string(sharer) + " is another process on the same GPU (device " +
+          std::to_string(cudaDevice) +
+          ") and MPS is not running: the processes' kernels would take turns on the GPU, and "
+          "kernels that wait for each other would crawl from one time slice to the next. Start "
+          "MPS (nvidia-cuda-mps-control -d) for collective kernels";
+  } else if (!words_) {
     why = "no mapped host memory for the abort and status words";
   } else if (rt.allocDevice(cudaDevice, layout.total, &region) != ncclSuccess) {
     why = lastError();

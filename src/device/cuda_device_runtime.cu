@@ -176,7 +176,13 @@ class CudaRuntime final : public DeviceRuntime {
       if (e != cudaSuccess) {
         cudaGetLastError();
         n = 0;
-        if (e == cudaErrorInsufficientDriver) driverTooOld_ = true;
+        // With no driver at all the static runtime says "insufficient driver" too, and the
+        // driver's version reads 0: that is a machine without GPUs, not an old driver.
+        int driver = 0;
+        if (e == cudaErrorInsufficientDriver && cudaDriverGetVersion(&driver) == cudaSuccess &&
+            driver > 0)
+          driverTooOld_ = true;
+        cudaGetLastError();
       }
       count_ = n;
     });
@@ -213,6 +219,8 @@ class CudaRuntime final : public DeviceRuntime {
         return {MemoryKind::kDevice, attributes.device};
       case cudaMemoryTypeManaged:
         return {MemoryKind::kManaged, attributes.device};
+      case cudaMemoryTypeHost:
+        return {MemoryKind::kPinned, -1};
       default:
         return {};
     }
@@ -360,6 +368,15 @@ class CudaRuntime final : public DeviceRuntime {
     return runOnWorkStream(device, "copyAsync", [&](cudaStream_t stream) {
       return static_cast<cudaError_t>(kernels::cuda::copyAsync(out0, out1, src, bytes, stream));
     });
+  }
+
+  bool mpsEnabled(int device) override {
+    int enabled = 0;
+    if (cudaDeviceGetAttribute(&enabled, cudaDevAttrMpsEnabled, device) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return enabled != 0;
   }
 
   ncclResult_t upload(int device, void* dst, const void* src, size_t bytes) override {

@@ -21,6 +21,7 @@ enum class MemoryKind {
   kHost,     ///< pageable or pinned host memory: the CPU path reads it directly
   kDevice,   ///< memory of one device (cudaMalloc)
   kManaged,  ///< managed memory: readable by the host, staged like host memory
+  kPinned,   ///< page-locked (cudaHostAlloc or registered) host memory: the host path reads it
 };
 
 /// Device memory exported to another process (cudaIpcMemHandle_t's 64 bytes).
@@ -96,6 +97,10 @@ class DeviceRuntime {
   // FIFOs live in device memory the host fills once, their abort and status words in host
   // memory both sides reach, and a launch joins the user's stream like any kernel.
 
+  /// Whether processes' contexts on `device` are shared through MPS, so that kernels of several
+  /// processes run side by side (without it they take turns, and kernels waiting for each other
+  /// would crawl from one time slice to the next).
+  virtual bool mpsEnabled(int /*device*/) { return false; }
   /// Copies `bytes` of host memory to memory of `device`; complete when it returns.
   virtual ncclResult_t upload(int device, void* dst, const void* src, size_t bytes);
   /// Host memory that kernels on any device read and write (page-locked and mapped), zeroed;

@@ -136,6 +136,7 @@ ncclResult_t place(Plan& plan) {
   const std::vector<CallBuffer> buffers = plan.buffers();
   const CallBuffer* firstHost = nullptr;
   const CallBuffer* firstDevice = nullptr;
+  bool streamOrdered = false;  // some buffer is managed or page-locked
   int deviceOfFirst = -1;
   for (const CallBuffer& b : buffers) {
     if (b.bytes == 0 || b.ptr == nullptr) continue;
@@ -149,11 +150,21 @@ ncclResult_t place(Plan& plan) {
         firstDevice = &b;
         deviceOfFirst = where.device;
       }
-    } else if (where.kind == MemoryKind::kHost && !firstHost) {
+    } else if ((where.kind == MemoryKind::kHost || where.kind == MemoryKind::kPinned) &&
+               !firstHost) {
       firstHost = &b;
     }
+    streamOrdered |= where.kind == MemoryKind::kManaged || where.kind == MemoryKind::kPinned;
   }
-  if (!firstDevice) return ncclSuccess;
+  if (!firstDevice) {
+    // Managed or page-locked buffers on a CUDA stream: the host path, in the stream's order
+    // (after the GPU work queued before it, before the work queued after it), as NCCL's kernels
+    // would read them. On the NULL stream the call runs at once, as for any host buffer.
+    if (streamOrdered && plan.stream != nullptr && !hostStreamFromHandle(plan.stream) &&
+        plan.kind != Plan::Kind::kManagement)
+      plan.target = Target::kHostOnStream;
+    return ncclSuccess;
+  }
   if (firstHost)
     return fail(
         ncclInvalidArgument,
@@ -201,6 +212,12 @@ ncclResult_t place(Plan& plan) {
 
 ncclResult_t enqueueOnDevice(Plan plan) {
   if (plan.target == Target::kDeviceKernel) return launchKernel(plan, plan.capturing);
+  if (plan.target == Target::kHostOnStream) {
+    plan.target = Target::kHost;
+    ncclComm* comm = plan.comm;
+    void* stream = plan.stream;
+    return enqueueStep(comm, stream, std::move(plan));
+  }
   if (plan.target == Target::kDeviceStaged) return enqueueStaged(std::move(plan));
   ncclComm* comm = plan.comm;
   void* stream = plan.stream;

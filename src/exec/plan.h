@@ -24,6 +24,8 @@ enum class Target : uint8_t {
   kDeviceKernel,  ///< device buffers: one collective kernel launch (exec/device_launch.h)
   kDeviceP2p,     ///< device buffers moved on the GPUs over the P2P transport's device slots
   kDeviceStaged,  ///< device buffers staged through page-locked host memory over shm or TCP
+  kHostOnStream,  ///< managed or page-locked host buffers on a CUDA stream: the host path, run
+                  ///< as one host step in the stream's order
 };
 
 /// One buffer of a call, as the call uses it on this rank.

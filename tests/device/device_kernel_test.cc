@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "device/device_runtime.h"
 #include "harness/rank_harness.h"
 #include "nccl.h"
 #include "tests/device/device_test_support.h"
@@ -301,6 +302,73 @@ void kernelsOff(RankContext& ctx) {
 TEST_F(DeviceKernelTest, KernelsCanBeTurnedOff) {
   BRAID_EXPECT_ALL_RANKS_OK(
       runThreads(2, kernelsOff, kernelOptions({{"BRAID_DEVICE_KERNELS", "0"}})));
+}
+
+// ncclMemAlloc returns memory of the current device, as NCCL's (nccl-tests -R, PyTorch's NCCL
+// memory pool), and a collective kernel runs on it.
+TEST_F(DeviceKernelTest, MemAllocReturnsMemoryOfTheCurrentDevice) {
+  auto& fake = fakeDevice();
+  for (int device : {0, 1}) {
+    fake.setCurrentDevice(device);
+    void* p = nullptr;
+    ASSERT_EQ(ncclMemAlloc(&p, 4099), ncclSuccess) << ncclGetLastError(nullptr);
+    const braid::MemoryPlace where = fake.place(p);
+    EXPECT_EQ(where.kind, braid::MemoryKind::kDevice);
+    EXPECT_EQ(where.device, device);
+    EXPECT_EQ(ncclMemFree(p), ncclSuccess);
+  }
+  fake.setCurrentDevice(0);
+  BRAID_EXPECT_ALL_RANKS_OK(runThreads(
+      2,
+      [](RankContext& ctx) {
+        ncclComm_t comm = ctx.initComm();
+        ASSERT_NE(comm, nullptr);
+        int32_t* buf = nullptr;
+        ASSERT_EQ(ncclMemAlloc(reinterpret_cast<void**>(&buf), 1000 * 4), ncclSuccess);
+        for (int i = 0; i < 1000; ++i) buf[i] = input(ctx.rank(), i);
+        void* stream = fakeDevice().createStream(0);
+        const long launches = fakeDevice().kernelLaunches();
+        ASSERT_EQ(ncclAllReduce(buf, buf, 1000, ncclInt32, ncclSum, comm,
+                                static_cast<cudaStream_t>(stream)),
+                  ncclSuccess);
+        fakeDevice().synchronize(stream);
+        EXPECT_GT(fakeDevice().kernelLaunches(), launches);
+        std::vector<int32_t> want(1000);
+        for (int i = 0; i < 1000; ++i) want[i] = input(0, i) + input(1, i);
+        expectElements(ctx, buf, want, "allreduce on ncclMemAlloc memory");
+        EXPECT_EQ(ncclMemFree(buf), ncclSuccess);
+        EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+      },
+      kernelOptions()));
+  // Without devices: host memory, as before.
+  braid::setDeviceRuntime(&braid::noDeviceRuntime());
+  void* host = nullptr;
+  ASSERT_EQ(ncclMemAlloc(&host, 64), ncclSuccess);
+  static_cast<char*>(host)[63] = 1;
+  EXPECT_EQ(ncclMemFree(host), ncclSuccess);
+  braid::setDeviceRuntime(&fakeDevice());
+}
+
+// A driver older than the runtime is an error at init naming it, not "no device" (which would
+// send device pointers down the host path).
+TEST_F(DeviceKernelTest, ATooOldDriverFailsInitNamingIt) {
+  fakeDevice().setDriverTooOld(true);
+  BRAID_EXPECT_ALL_RANKS_OK(runThreads(1, [](RankContext& ctx) {
+    ncclComm_t comm = nullptr;
+    const ncclUniqueId id = ctx.id();
+    EXPECT_EQ(ncclCommInitRank(&comm, 1, id, 0), ncclUnhandledCudaError);
+    const std::string e = ncclGetLastError(nullptr);
+    EXPECT_NE(e.find("older than the CUDA runtime"), std::string::npos) << e;
+  }));
+  fakeDevice().setDriverTooOld(false);
+}
+
+// Processes on one GPU without MPS would take turns on it: no kernels, host-driven steps, the
+// same results.
+TEST_F(DeviceKernelTest, ProcessesSharingAGpuWithoutMpsUseHostSteps) {
+  fakeDevice().setMps(false);
+  BRAID_EXPECT_ALL_RANKS_OK(runProcesses(2, kernelsOff, kernelOptions()));
+  fakeDevice().setMps(true);
 }
 
 }  // namespace

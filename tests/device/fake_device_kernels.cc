@@ -17,6 +17,13 @@ struct FakeChain {
 
 }  // namespace
 
+ncclResult_t FakeDeviceRuntime::checkUsable() {
+  if (!driverTooOld_) return ncclSuccess;
+  return fail(ncclUnhandledCudaError,
+              "the CUDA driver (version 12.2) is older than the CUDA runtime Braid was built with "
+              "(13.0; driver 580 or newer): GPUs cannot be used (fake)");
+}
+
 ncclResult_t FakeDeviceRuntime::upload(int device, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return ncclSuccess;
   if (deviceOf(dst, bytes) != device)

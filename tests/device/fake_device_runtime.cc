@@ -135,8 +135,24 @@ ncclResult_t FakeDeviceRuntime::currentDevice(int* device) {
 
 MemoryPlace FakeDeviceRuntime::place(const void* p) {
   const int device = deviceOf(p, 1);
-  if (device < 0) return {};
-  return {MemoryKind::kDevice, device};
+  if (device >= 0) return {MemoryKind::kDevice, device};
+  std::lock_guard<std::mutex> lock(mutex_);
+  const char* c = static_cast<const char*>(p);
+  if (auto it = pinned_.upper_bound(c); it != pinned_.begin() && c < (--it)->first + it->second)
+    return {MemoryKind::kPinned, -1};
+  return {};
+}
+
+void* FakeDeviceRuntime::pinnedAlloc(size_t bytes) {
+  char* p = static_cast<char*>(std::malloc(bytes ? bytes : 1));
+  std::lock_guard<std::mutex> lock(mutex_);
+  pinned_[p] = bytes ? bytes : 1;
+  return p;
+}
+
+void FakeDeviceRuntime::pinnedFree(void* p) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (pinned_.erase(static_cast<const char*>(p)) == 1) std::free(p);
 }
 
 ncclResult_t FakeDeviceRuntime::streamDevice(void* stream, int* device) {

@@ -32,6 +32,9 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   /// `bytes` of memory that place() reports as memory of `device`.
   void* deviceAlloc(int device, size_t bytes);
   void deviceFree(void* p);
+  /// Page-locked host memory (cudaHostAlloc): place() reports it as kPinned.
+  void* pinnedAlloc(size_t bytes);
+  void pinnedFree(void* p);
   /// A stream of `device`; the NULL stream is the current device's default stream.
   void* createStream(int device);
   /// Waits until everything queued on the stream so far has run.
@@ -80,6 +83,12 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   ncclResult_t recordChain(int device, void* stream, void** chain) override;
   void destroyChain(void* chain) override;
   ncclResult_t waitChain(void* chain) override;
+  bool mpsEnabled(int) override { return mps_; }
+  /// Plays a driver too old for the runtime: communicator creation fails, naming it.
+  void setDriverTooOld(bool tooOld) { driverTooOld_ = tooOld; }
+  ncclResult_t checkUsable() override;
+  /// Whether processes' kernels on one device run side by side (true unless a test says not).
+  void setMps(bool enabled) { mps_ = enabled; }
   /// Collective kernels launched so far, in this process.
   long kernelLaunches() const { return kernelLaunches_.load(); }
 
@@ -113,10 +122,13 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   std::map<void*, std::unique_ptr<Stream>> streams_;
   std::map<int, void*> defaultStreams_;
   std::map<const char*, Mapping> mappings_;  ///< start -> mapping
+  std::map<const char*, size_t> pinned_;     ///< start -> bytes
   int stagingAllocations_ = 0;
   std::atomic<long> deviceOps_{0};
   std::atomic<int> openedMappings_{0};
   std::atomic<long> kernelLaunches_{0};
+  std::atomic<bool> mps_{true};
+  std::atomic<bool> driverTooOld_{false};
 };
 
 /// The fake device of a test program, with two devices (threads share it; processes inherit it
