@@ -42,10 +42,15 @@ int runLaunchOnThreads(const CollectiveArgs& a, int* status) {
   std::vector<std::thread> threads;
   threads.reserve(a.comm.channels);
   for (int c = 0; c < a.comm.channels; ++c)
-    threads.emplace_back([&, c] { status[c] = runChannelHere(a, c); });
+    // The host reads the word while later launches run (as a kernel's store to mapped memory).
+    threads.emplace_back([&, c] {
+      std::atomic_ref<int>(status[c]).store(runChannelHere(a, c), std::memory_order_relaxed);
+    });
   for (std::thread& t : threads) t.join();
   for (int c = 0; c < a.comm.channels; ++c)
-    if (status[c] != kChannelOk) return status[c];
+    if (const int s = std::atomic_ref<int>(status[c]).load(std::memory_order_relaxed);
+        s != kChannelOk)
+      return s;
   return kChannelOk;
 }
 
