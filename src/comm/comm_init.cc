@@ -106,7 +106,7 @@ void commRelease(ncclComm* comm, bool abort) {
   commDrainStreamWork(comm);
   // The kernels' FIFOs go behind a barrier (no peer writes into them or maps them any more).
   comm->device.channels.release(comm->team.bootstrap.get(), abort);
-  comm->team.disconnect();
+  comm->team.disconnect(/*orderly=*/!abort);
   commFree(comm);
 }
 

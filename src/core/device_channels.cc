@@ -123,6 +123,10 @@ ncclResult_t DeviceChannels::setup(Bootstrap& bootstrap, const std::vector<PeerI
           memcpy(image.data() + layout.inbox(rank, p, c), &header, sizeof(header));
         }
     for (const PeerInfo& p : peers) crossProcess_ |= p.processHash != mine.processHash;
+    oneRankPerProcess_ = true;
+    for (size_t a = 0; a < peers.size(); a++)
+      for (size_t b = a + 1; b < peers.size(); b++)
+        oneRankPerProcess_ &= peers[a].processHash != peers[b].processHash;
     if (rt.upload(cudaDevice, region_, image.data(), image.size()) != ncclSuccess ||
         (crossProcess_ && rt.exportMemory(region_, &mine.handle) != ncclSuccess))
       why = lastError();
@@ -243,7 +247,8 @@ void DeviceChannels::release(Bootstrap* bootstrap, bool abort) {
     mapped_.clear();
     // Peers in other processes map this rank's region through CUDA IPC: it is freed only once
     // every one of them has unmapped it. After an abort nothing is awaited from the peers.
-    if (crossProcess_ && !abort && bootstrap && bootstrap->barrier() != ncclSuccess)
+    if (crossProcess_ && oneRankPerProcess_ && !abort && bootstrap &&
+        bootstrap->barrier() != ncclSuccess)
       BRAID_WARN("rank %d: freeing the kernel FIFOs without the peers' barrier: %s", rank_,
                  lastError().c_str());
   }

@@ -62,7 +62,9 @@ class DeviceChannels {
   void** chain() { return &chain_; }
 
   /// Waits for this rank's launches, unmaps the peers' regions, and frees this rank's: behind a
-  /// barrier when peers of other processes map it (unless `abort`), at once otherwise.
+  /// barrier when peers of other processes map it and every process holds one rank (unless
+  /// `abort`), at once otherwise (a process holding several ranks may destroy them one after
+  /// another from one thread, and a barrier would wait for the ones not yet destroyed).
   void release(Bootstrap* bootstrap, bool abort);
 
  private:
@@ -72,11 +74,12 @@ class DeviceChannels {
   DeviceChannelShape shape_;
   int rank_ = 0, nranks_ = 1, device_ = -1;
   bool ready_ = false;
-  bool crossProcess_ = false;  ///< some peer maps the region through an IPC handle
-  char* region_ = nullptr;     ///< this rank's device memory
-  std::vector<void*> mapped_;  ///< peers' regions opened through IPC
-  int* words_ = nullptr;       ///< mapped: [0] abort, [1 + c] channel c's status
-  void* chain_ = nullptr;      ///< the runtime's event of the last launch
+  bool crossProcess_ = false;       ///< some peer maps the region through an IPC handle
+  bool oneRankPerProcess_ = false;  ///< every process holds one rank (all ranks agree)
+  char* region_ = nullptr;          ///< this rank's device memory
+  std::vector<void*> mapped_;       ///< peers' regions opened through IPC
+  int* words_ = nullptr;            ///< mapped: [0] abort, [1 + c] channel c's status
+  void* chain_ = nullptr;           ///< the runtime's event of the last launch
   size_t scratchPerChannel_ = 0;
   char* scratch_ = nullptr;                              ///< in region_
   uint64_t* sent_ = nullptr;                             ///< in region_

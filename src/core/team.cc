@@ -179,8 +179,19 @@ ncclResult_t Team::connectPairs(const std::vector<int>& peersToConnect) {
   return ncclSuccess;
 }
 
-void Team::disconnect() {
+bool Team::oneRankPerProcess() const {
+  if (peers.size() < 2) return false;
+  for (size_t a = 0; a < peers.size(); a++)
+    for (size_t b = a + 1; b < peers.size(); b++)
+      if (peers[a].processHash == peers[b].processHash) return false;
+  return true;
+}
+
+void Team::disconnect(bool orderly) {
   sendTo.clear();
+  if (orderly && overP2p && oneRankPerProcess() && bootstrap && bootstrap->barrier() != ncclSuccess)
+    BRAID_WARN("rank %d: freeing the P2P device slots without the peers' barrier: %s", rank,
+               lastError().c_str());
   recvFrom.clear();
   bootstrap.reset();
 }

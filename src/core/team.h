@@ -104,8 +104,15 @@ class Team {
   /// call it for this rank too (a matching receive or send does); blobs go out to every peer
   /// before any is awaited, so peers that connect to several others at once cannot deadlock.
   ncclResult_t connectPairs(const std::vector<int>& peersToConnect);
-  /// Drops every connection and the bootstrap (the peers' FIFOs may be gone after this).
-  void disconnect();
+  /// Drops every connection and the bootstrap (the peers' FIFOs may be gone after this). With
+  /// `orderly` (a destroy, not an abort) and P2P device slots mapped across processes, the
+  /// sending ends (which unmap the peers' slots) go first, then a barrier, then the receiving
+  /// ends (which free their slots): CUDA IPC forbids freeing memory another process still maps.
+  /// Only when every process holds one rank (the same answer on every rank): a process holding
+  /// several may destroy their communicators one after another from one thread.
+  void disconnect(bool orderly = false);
+  /// Every rank is a process of its own, and there are several (the same answer on every rank).
+  bool oneRankPerProcess() const;
 };
 
 }  // namespace braid
