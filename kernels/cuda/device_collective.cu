@@ -7,29 +7,40 @@
 namespace braid::kernels::cuda {
 namespace {
 
+static_assert(sizeof(device::LaunchArgs) <= 4000, "kernel parameters are limited to 4 KiB");
+
 template <int D, class Op>
 __global__ void __launch_bounds__(kCollectiveThreads)
-    collectiveKernel(device::CollectiveArgs args, int* status) {
+    collectiveKernel(const device::LaunchArgs launch, int* status) {
   __shared__ device::BlockShared shared;
   const device::Block block{static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)};
-  const int result = device::runChannel<D, Op>(args, static_cast<int>(blockIdx.x), block, &shared);
+  const int result = device::runLaunch<D, Op>(launch, static_cast<int>(blockIdx.x), block, &shared);
   if (threadIdx.x == 0 && status != nullptr) status[blockIdx.x] = result;
 }
 
 }  // namespace
 
-int launchCollective(const device::CollectiveArgs& args, int* status, void* stream,
-                     const char** why) {
-  *why = device::unsupported(args);
+int launchCollectives(const device::LaunchArgs& launch, int* status, void* stream,
+                      const char** why) {
+  *why = device::unsupported(launch);
   if (*why != nullptr) return -1;
   cudaError_t error = cudaSuccess;
-  withDtypeAndOp(args.op.dtype, args.op.op, [&]<int D, class Op>() {
+  const ReduceOp& op = launch.items[0].op;
+  withDtypeAndOp(op.dtype, op.op, [&]<int D, class Op>() {
     collectiveKernel<D, Op>
-        <<<args.comm.channels, kCollectiveThreads, 0, static_cast<cudaStream_t>(stream)>>>(args,
-                                                                                           status);
+        <<<launch.channels(), kCollectiveThreads, 0, static_cast<cudaStream_t>(stream)>>>(launch,
+                                                                                          status);
     error = cudaGetLastError();
   });
   return static_cast<int>(error);
+}
+
+int launchCollective(const device::CollectiveArgs& args, int* status, void* stream,
+                     const char** why) {
+  device::LaunchArgs launch;
+  launch.count = 1;
+  launch.items[0] = args;
+  return launchCollectives(launch, status, stream, why);
 }
 
 }  // namespace braid::kernels::cuda

@@ -17,5 +17,9 @@ inline constexpr int kCollectiveThreads = 256;
 /// cannot run is returned through `why` (then nothing is launched and the result is -1).
 int launchCollective(const device::CollectiveArgs& args, int* status, void* stream,
                      const char** why);
+/// The same for the collectives of a launch, run one after another by every block
+/// (launch.channels() blocks).
+int launchCollectives(const device::LaunchArgs& launch, int* status, void* stream,
+                      const char** why);
 
 }  // namespace braid::kernels::cuda

@@ -25,6 +25,18 @@ inline const char* unsupported(const CollectiveArgs& a) {
   return nullptr;
 }
 
+/// Why this launch cannot run, or nullptr: its items one by one, and one data type and op for
+/// all (the kernel is compiled per pair).
+inline const char* unsupported(const LaunchArgs& l) {
+  if (l.count < 1 || l.count > kMaxLaunchItems) return "a launch runs 1 to 16 collectives";
+  for (int i = 0; i < l.count; ++i) {
+    if (const char* why = unsupported(l.items[i])) return why;
+    if (l.items[i].op.dtype != l.items[0].op.dtype || l.items[i].op.op != l.items[0].op.op)
+      return "the collectives of one launch share one data type and op";
+  }
+  return nullptr;
+}
+
 template <int D, class Op>
 BRAID_DEVICE_FN int runChannel(const CollectiveArgs& a, int channel, const Block& block,
                                BlockShared* shared) {
@@ -59,6 +71,19 @@ BRAID_DEVICE_FN int runChannel(const CollectiveArgs& a, int channel, const Block
   }
   block.sync();
   return aborted(c) ? kChannelAborted : kChannelOk;
+}
+
+/// Block `channel` of a launch: each item in order (an item with fewer channels leaves this block
+/// out), stopping at the first that gave up.
+template <int D, class Op>
+BRAID_DEVICE_FN int runLaunch(const LaunchArgs& l, int channel, const Block& block,
+                              BlockShared* shared) {
+  for (int i = 0; i < l.count; ++i) {
+    if (channel >= l.items[i].comm.channels) continue;
+    const int result = runChannel<D, Op>(l.items[i], channel, block, shared);
+    if (result != kChannelOk) return result;
+  }
+  return kChannelOk;
 }
 
 }  // namespace braid::kernels::device

@@ -38,16 +38,24 @@ AlignedBlock alignedZeroed(std::size_t bytes) {
 
 }  // namespace
 
-int runLaunchOnThreads(const CollectiveArgs& a, int* status) {
+int runLaunchOnThreads(const LaunchArgs& launch, int* status) {
+  const int channels = launch.channels();
   std::vector<std::thread> threads;
-  threads.reserve(a.comm.channels);
-  for (int c = 0; c < a.comm.channels; ++c)
+  threads.reserve(channels);
+  for (int c = 0; c < channels; ++c) {
     // The host reads the word while later launches run (as a kernel's store to mapped memory).
     threads.emplace_back([&, c] {
-      std::atomic_ref<int>(status[c]).store(runChannelHere(a, c), std::memory_order_relaxed);
+      const ReduceOp& op = launch.items[0].op;
+      int result = kChannelBadArguments;
+      BlockShared shared{};
+      cuda::withDtypeAndOp(op.dtype, op.op, [&]<int D, class Op>() {
+        result = runLaunch<D, Op>(launch, c, Block{}, &shared);
+      });
+      std::atomic_ref<int>(status[c]).store(result, std::memory_order_relaxed);
     });
+  }
   for (std::thread& t : threads) t.join();
-  for (int c = 0; c < a.comm.channels; ++c)
+  for (int c = 0; c < channels; ++c)
     if (const int s = std::atomic_ref<int>(status[c]).load(std::memory_order_relaxed);
         s != kChannelOk)
       return s;

@@ -14,11 +14,11 @@
 
 namespace braid::kernels::device {
 
-/// Runs every channel of one rank's launch `a` on a thread of its own (block `c` is channel
+/// Runs every channel of one rank's launch on a thread of its own (block `c` is channel
 /// c) and returns when all have ended, as a kernel of that rank would: the blocks of the other
 /// ranks run elsewhere (their own launches) and meet these through the FIFOs. `status` receives
 /// each channel's ChannelStatus. Returns kChannelOk, or the first other status.
-int runLaunchOnThreads(const CollectiveArgs& a, int* status);
+int runLaunchOnThreads(const LaunchArgs& launch, int* status);
 
 /// n ranks' FIFOs (every ordered pair, every channel), their scratch, and the abort word.
 class EmulatedWorld {

@@ -121,6 +121,21 @@ struct CollectiveArgs {
   DeviceComm comm;
 };
 
+/// The collectives of one launch (a group's, on one communicator and stream, of one data type
+/// and op), run one after another by every block; passed by value as the kernel's parameter
+/// (so a CUDA graph captures it), hence bounded.
+inline constexpr int kMaxLaunchItems = 16;
+struct LaunchArgs {
+  int count = 0;
+  CollectiveArgs items[kMaxLaunchItems];
+  /// Blocks of the launch: the most channels any item uses.
+  BRAID_HOST_DEVICE int channels() const {
+    int c = 0;
+    for (int i = 0; i < count; ++i) c = c > items[i].comm.channels ? c : items[i].comm.channels;
+    return c;
+  }
+};
+
 /// What a channel reports back (a word per channel the host reads after the launch).
 enum ChannelStatus : int { kChannelOk = 0, kChannelAborted = 1, kChannelBadArguments = 2 };
 

@@ -398,12 +398,12 @@ class CudaRuntime final : public DeviceRuntime {
 
   void freeMapped(void* p) override { cudaFreeHost(p); }
 
-  ncclResult_t launchCollective(int device, const kernels::device::CollectiveArgs& args,
-                                int* status, void* stream) override {
+  ncclResult_t launchCollective(int device, const kernels::device::LaunchArgs& launch, int* status,
+                                void* stream) override {
     DeviceScope scope(device);
     BRAID_CUDA_TRY(scope.error());
     const char* why = nullptr;
-    const int e = kernels::cuda::launchCollective(args, status, stream, &why);
+    const int e = kernels::cuda::launchCollectives(launch, status, stream, &why);
     if (why != nullptr) return fail(ncclInternalError, "collective kernel: %s", why);
     BRAID_CUDA_TRY(static_cast<cudaError_t>(e));
     return ncclSuccess;

@@ -77,8 +77,7 @@ void* DeviceRuntime::allocMapped(size_t bytes) {
 void DeviceRuntime::freeMapped(void* p) {
   std::free(p);
 }
-ncclResult_t DeviceRuntime::launchCollective(int, const kernels::device::CollectiveArgs&, int*,
-                                             void*) {
+ncclResult_t DeviceRuntime::launchCollective(int, const kernels::device::LaunchArgs&, int*, void*) {
   return noPeerMemory("collective kernel");
 }
 ncclResult_t DeviceRuntime::streamWaitChain(int, void*, void* chain) {

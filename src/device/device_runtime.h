@@ -107,9 +107,10 @@ class DeviceRuntime {
   /// nullptr on failure.
   virtual void* allocMapped(size_t bytes);
   virtual void freeMapped(void* p);
-  /// Enqueues one rank's collective on `stream` (of `device`): args.comm.channels blocks, each
-  /// writing its ChannelStatus to status[channel] (mapped memory) when it ends.
-  virtual ncclResult_t launchCollective(int device, const kernels::device::CollectiveArgs& args,
+  /// Enqueues one rank's launch on `stream` (of `device`): launch.channels() blocks, each running
+  /// the launch's collectives in order and writing its ChannelStatus to status[channel] (mapped
+  /// memory) when it ends.
+  virtual ncclResult_t launchCollective(int device, const kernels::device::LaunchArgs& launch,
                                         int* status, void* stream);
   /// A communicator's launches run one after another in the order they were issued, whatever
   /// streams they name (as NCCL's): each launch's stream first waits for `chain` (the previous

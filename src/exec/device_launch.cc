@@ -27,15 +27,12 @@ ncclResult_t noteKernelFailures(ncclComm* comm) {
   return r;
 }
 
-ncclResult_t launchKernel(Plan& plan, bool capturing) {
-  ncclComm* comm = plan.comm;
+namespace {
+
+/// One rank's share of `plan` for the kernel (its count is not 0), with the schedule logged.
+kernels::device::CollectiveArgs kernelArgs(ncclComm* comm, const Plan& plan, bool capturing) {
   DeviceChannels& channels = comm->device.channels;
-  DeviceRuntime& rt = deviceRuntime();
-  const int device = comm->device.cudaDevice;
-  // A launch that gave up (abort, or a peer silent past the timeout) failed the communicator.
-  if (ncclResult_t r = noteKernelFailures(comm); r != ncclSuccess) return r;
   const CollArgs& a = plan.coll;
-  if (a.count == 0) return ncclSuccess;  // as NCCL: nothing to launch
   const bool gathered = a.coll == CollType::kAllGather || a.coll == CollType::kReduceScatter;
   const size_t bytes = a.bytes() * (gathered ? static_cast<size_t>(comm->nranks()) : 1);
   const DeviceSchedule s = chooseDeviceSchedule(a.coll, bytes, comm->nranks(), channels.channels(),
@@ -60,13 +57,47 @@ ncclResult_t launchKernel(Plan& plan, bool capturing) {
              comm->nranks(), plan.stream, deviceAlgorithmName(s.algorithm),
              s.protocol == kernels::device::Protocol::kLL ? "LL" : "Simple", s.channels,
              capturing ? " (captured)" : "");
-  if (!capturing) BRAID_TRY(rt.streamWaitChain(device, plan.stream, *channels.chain()));
-  if (ncclResult_t r = rt.launchCollective(device, k, channels.status(), plan.stream);
+  return k;
+}
+
+}  // namespace
+
+bool sameLaunch(const Plan& a, const Plan& b) {
+  return a.comm == b.comm && a.stream == b.stream && a.capturing == b.capturing &&
+         a.coll.op.dtype == b.coll.op.dtype && a.coll.op.op == b.coll.op.op;
+}
+
+ncclResult_t launchKernels(Plan* const* plans, int count) {
+  if (count < 1 || count > kernels::device::kMaxLaunchItems)
+    return fail(ncclInternalError, "a kernel launch takes 1 to %d collectives, not %d",
+                kernels::device::kMaxLaunchItems, count);
+  const Plan& first = *plans[0];
+  ncclComm* comm = first.comm;
+  // A launch that gave up (abort, or a peer silent past the timeout) failed the communicator.
+  if (ncclResult_t r = noteKernelFailures(comm); r != ncclSuccess) return r;
+  kernels::device::LaunchArgs launch;
+  for (int i = 0; i < count; ++i) {
+    if (!sameLaunch(first, *plans[i]))
+      return fail(ncclInternalError, "collectives of one launch differ in stream, type or op");
+    if (plans[i]->coll.count > 0)  // as NCCL: an empty call launches nothing
+      launch.items[launch.count++] = kernelArgs(comm, *plans[i], first.capturing);
+  }
+  if (launch.count == 0) return ncclSuccess;
+  DeviceChannels& channels = comm->device.channels;
+  DeviceRuntime& rt = deviceRuntime();
+  const int device = comm->device.cudaDevice;
+  if (!first.capturing) BRAID_TRY(rt.streamWaitChain(device, first.stream, *channels.chain()));
+  if (ncclResult_t r = rt.launchCollective(device, launch, channels.status(), first.stream);
       r != ncclSuccess)
-    return addContext(r, "rank %d: launching %s (%zu elements)", comm->rank(), collName(a.coll),
-                      a.count);
-  if (!capturing) BRAID_TRY(rt.recordChain(device, plan.stream, channels.chain()));
+    return addContext(r, "rank %d: launching %d collective(s) (the first: %s of %zu elements)",
+                      comm->rank(), launch.count, collName(first.coll.coll), first.coll.count);
+  if (!first.capturing) BRAID_TRY(rt.recordChain(device, first.stream, channels.chain()));
   return ncclSuccess;
+}
+
+ncclResult_t launchKernel(Plan& plan) {
+  Plan* one = &plan;
+  return launchKernels(&one, 1);
 }
 
 }  // namespace braid

@@ -19,6 +19,13 @@ ncclResult_t noteKernelFailures(ncclComm* comm);
 
 /// Enqueues the launch on plan.stream, behind this communicator's previous launch (unless the
 /// stream is capturing a graph, whose replays the user orders) and returns.
-ncclResult_t launchKernel(Plan& plan, bool capturing);
+ncclResult_t launchKernel(Plan& plan);
+
+/// Whether two kernel plans can share one launch: one communicator, stream (and capture), data
+/// type and op (the kernel is compiled per type and op).
+bool sameLaunch(const Plan& a, const Plan& b);
+/// One launch for `count` (1 to kernels::device::kMaxLaunchItems) plans that sameLaunch
+/// pairs, run one after another by every block: a group's collectives.
+ncclResult_t launchKernels(Plan* const* plans, int count);
 
 }  // namespace braid

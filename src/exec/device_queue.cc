@@ -211,7 +211,7 @@ ncclResult_t place(Plan& plan) {
 }
 
 ncclResult_t enqueueOnDevice(Plan plan) {
-  if (plan.target == Target::kDeviceKernel) return launchKernel(plan, plan.capturing);
+  if (plan.target == Target::kDeviceKernel) return launchKernel(plan);
   if (plan.target == Target::kHostOnStream) {
     plan.target = Target::kHost;
     ncclComm* comm = plan.comm;

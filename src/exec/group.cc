@@ -10,6 +10,7 @@
 
 #include "comm/communicator.h"
 #include "core/host_stream.h"
+#include "exec/device_launch.h"
 #include "exec/device_queue.h"
 #include "exec/executor.h"
 #include "util/status.h"
@@ -55,15 +56,48 @@ ncclResult_t runGroup(std::vector<Plan> plans) {
   // batch's buffers are known only now: it is placed here.
   std::vector<ncclComm*> order;
   std::map<ncclComm*, std::vector<Plan>> byComm;
+  // Collective kernels of one communicator, stream, type and op share a launch (device_launch.h);
+  // a communicator's other device work first launches what it has batched, keeping its order.
+  std::vector<std::vector<Plan*>> batches;
+  auto flush = [&](ncclComm* comm) -> ncclResult_t {
+    for (auto it = batches.begin(); it != batches.end();) {
+      if (comm && (*it)[0]->comm != comm) {
+        ++it;
+        continue;
+      }
+      BRAID_TRY(launchKernels(it->data(), static_cast<int>(it->size())));
+      it = batches.erase(it);
+    }
+    return ncclSuccess;
+  };
   for (Plan& plan : plans) {
     if (plan.kind == Plan::Kind::kSendRecv) BRAID_TRY(place(plan));
+    if (plan.target == Target::kDeviceKernel) {
+      auto open = std::find_if(batches.begin(), batches.end(), [&](const std::vector<Plan*>& b) {
+        return b[0]->comm == plan.comm;
+      });
+      if (open != batches.end() &&
+          (!sameLaunch(*(*open)[0], plan) ||
+           open->size() == static_cast<size_t>(kernels::device::kMaxLaunchItems))) {
+        BRAID_TRY(flush(plan.comm));
+        open = batches.end();
+      }
+      if (open == batches.end()) {
+        batches.push_back({&plan});
+      } else {
+        open->push_back(&plan);
+      }
+      continue;
+    }
     if (plan.target != Target::kHost) {
+      BRAID_TRY(flush(plan.comm));
       BRAID_TRY(enqueueOnDevice(std::move(plan)));
       continue;
     }
     if (!byComm.count(plan.comm)) order.push_back(plan.comm);
     byComm[plan.comm].push_back(std::move(plan));
   }
+  BRAID_TRY(flush(nullptr));
   if (order.empty()) return ncclSuccess;
   // Other communicators' shares go to their lanes; the calling thread takes the first itself.
   std::vector<Outcome> outcomes(order.size());

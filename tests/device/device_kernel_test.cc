@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -189,6 +190,73 @@ TEST_F(DeviceKernelTest, EveryScheduleAndProtocol) {
     for (int n : {2, 3})
       BRAID_EXPECT_ALL_RANKS_OK(runThreads(n, everyCollective, kernelOptions(env)))
           << env[0].second << "/" << env[1].second;
+}
+
+// A group's collectives of one type and op are one launch: five int32 all-reduces and an
+// all-gather share a launch, a float all-reduce takes another; every result exact.
+void groupIsOneLaunch(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  ASSERT_NE(comm, nullptr);
+  auto& fake = fakeDevice();
+  void* stream = fake.createStream(0);
+  auto s = static_cast<cudaStream_t>(stream);
+  const int n = ctx.nranks(), me = ctx.rank();
+  const size_t counts[5] = {1, 13, 1031, 4099, 20011};
+  std::vector<std::unique_ptr<DeviceInts>> bufs;
+  for (size_t c : counts) {
+    bufs.push_back(std::make_unique<DeviceInts>(c));
+    for (size_t i = 0; i < c; ++i) bufs.back()->data[i] = input(me, i + c);
+  }
+  DeviceInts mine(777), gathered(777 * n);
+  for (size_t i = 0; i < 777; ++i) mine.data[i] = input(me, i);
+  auto* f = static_cast<float*>(fake.deviceAlloc(0, 999 * 4));
+  for (size_t i = 0; i < 999; ++i) f[i] = static_cast<float>(input(me, i));
+  const long launches = fake.kernelLaunches(), items = fake.launchedCollectives();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (auto& b : bufs)
+    ASSERT_EQ(ncclAllReduce(b->data, b->data, b->count, ncclInt32, ncclSum, comm, s), ncclSuccess);
+  ASSERT_EQ(ncclAllGather(mine.data, gathered.data, 777, ncclInt32, comm, s), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(f, f, 999, ncclFloat32, ncclSum, comm, s), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(comm);
+  fake.synchronize(stream);
+  for (size_t k = 0; k < 5; ++k) {
+    std::vector<int32_t> want(counts[k], 0);
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < counts[k]; ++i) want[i] += input(r, i + counts[k]);
+    expectElements(ctx, bufs[k]->data, want, "grouped allreduce " + std::to_string(k));
+  }
+  std::vector<int32_t> all(777 * n);
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < 777; ++i) all[r * 777 + i] = input(r, i);
+  expectElements(ctx, gathered.data, all, "grouped allgather");
+  for (size_t i = 0; i < 999; ++i) {
+    float want = 0;
+    for (int r = 0; r < n; ++r) want += static_cast<float>(input(r, i));
+    if (f[i] != want) {
+      ctx.fail("grouped float allreduce: element " + std::to_string(i));
+      break;
+    }
+  }
+  fake.deviceFree(f);
+  // Per rank: one launch for the six int32 collectives, one for the float one (the counters
+  // are the process's: every thread rank adds its own).
+  if (ctx.shape() == braid::test::RankShape::kProcesses) {
+    EXPECT_EQ(fake.kernelLaunches() - launches, 2);
+    EXPECT_EQ(fake.launchedCollectives() - items, 7);
+  }
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(DeviceKernelTest, AGroupIsOneLaunchPerTypeAndOp) {
+  BRAID_EXPECT_ALL_RANKS_OK(runThreads(3, groupIsOneLaunch, kernelOptions()));
+  const long launches = fakeDevice().kernelLaunches(), items = fakeDevice().launchedCollectives();
+  BRAID_EXPECT_ALL_RANKS_OK(runThreads(2, groupIsOneLaunch, kernelOptions()));
+  EXPECT_EQ(fakeDevice().kernelLaunches() - launches, 2 * 2);
+  EXPECT_EQ(fakeDevice().launchedCollectives() - items, 2 * 7);
+}
+
+TEST_F(DeviceKernelTest, AGroupIsOneLaunchPerTypeAndOpProcesses) {
+  BRAID_EXPECT_ALL_RANKS_OK(runProcesses(3, groupIsOneLaunch, kernelOptions()));
 }
 
 // A communicator's launches run in the order they were issued, whatever streams they name: the

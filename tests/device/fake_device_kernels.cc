@@ -34,16 +34,19 @@ ncclResult_t FakeDeviceRuntime::upload(int device, void* dst, const void* src, s
 }
 
 ncclResult_t FakeDeviceRuntime::launchCollective(int device,
-                                                 const kernels::device::CollectiveArgs& args,
+                                                 const kernels::device::LaunchArgs& launch,
                                                  int* status, void* stream) {
-  if (const char* why = kernels::device::unsupported(args))
+  if (const char* why = kernels::device::unsupported(launch))
     return fail(ncclInternalError, "fake: collective kernel: %s", why);
   // As a GPU's kernel: it reaches device memory only.
-  for (const void* p : {args.sendbuff, static_cast<const void*>(args.recvbuff)})
-    if (p && deviceOf(p, 1) != device)
-      return fail(ncclInternalError, "fake: collective kernel on device %d given %p", device, p);
+  for (int i = 0; i < launch.count; ++i)
+    for (const void* p :
+         {launch.items[i].sendbuff, static_cast<const void*>(launch.items[i].recvbuff)})
+      if (p && deviceOf(p, 1) != device)
+        return fail(ncclInternalError, "fake: collective kernel on device %d given %p", device, p);
   kernelLaunches_++;
-  push(stream, [args, status] { kernels::device::runLaunchOnThreads(args, status); });
+  launchedItems_ += launch.count;
+  push(stream, [launch, status] { kernels::device::runLaunchOnThreads(launch, status); });
   return ncclSuccess;
 }
 

@@ -77,8 +77,8 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   // The collective kernels (fake_device_kernels.cc): a launch runs the device protocol's
   // emulation in stream order, every block a thread, as the GPU runs the same code.
   ncclResult_t upload(int device, void* dst, const void* src, size_t bytes) override;
-  ncclResult_t launchCollective(int device, const kernels::device::CollectiveArgs& args,
-                                int* status, void* stream) override;
+  ncclResult_t launchCollective(int device, const kernels::device::LaunchArgs& launch, int* status,
+                                void* stream) override;
   ncclResult_t streamWaitChain(int device, void* stream, void* chain) override;
   ncclResult_t recordChain(int device, void* stream, void** chain) override;
   void destroyChain(void* chain) override;
@@ -91,6 +91,8 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   void setMps(bool enabled) { mps_ = enabled; }
   /// Collective kernels launched so far, in this process.
   long kernelLaunches() const { return kernelLaunches_.load(); }
+  /// Collectives those launches ran (a group's share one launch).
+  long launchedCollectives() const { return launchedItems_.load(); }
 
  private:
   struct Stream {
@@ -127,6 +129,7 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   std::atomic<long> deviceOps_{0};
   std::atomic<int> openedMappings_{0};
   std::atomic<long> kernelLaunches_{0};
+  std::atomic<long> launchedItems_{0};
   std::atomic<bool> mps_{true};
   std::atomic<bool> driverTooOld_{false};
 };
