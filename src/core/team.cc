@@ -123,24 +123,31 @@ ncclResult_t Team::connect(const TransportContext& ctx, const std::vector<int>& 
   // What algorithms may assume must hold on every rank, or ranks would choose differently:
   // each rank says whether all its peers are connected and share memory with it, in the round
   // that also tells that every sender is attached.
-  bool mineAll = true, mineShared = true;
+  // Likewise whether every sender mapped its peer's device slots (a failed IPC open leaves a
+  // P2P connection without them: device buffers are then staged on every rank).
+  const bool p2pAll = p2pConnectsAll(ctx);
+  bool mineAll = true, mineShared = true, mineSlots = true;
   for (int p = 0; p < nranks; p++) {
     if (p == rank) continue;
     const bool connected = sendTo[p] && recvFrom[p];
     const std::string t = connected ? sendTo[p]->transportName() : "";
     mineAll = mineAll && connected;
     if (t != "shm" && t != "local") mineShared = false;
+    if (p2pAll && (!connected || !sendTo[p]->fifo().hasDeviceSlots())) mineSlots = false;
   }
   std::vector<std::string> flags;
-  BRAID_TRY(bootstrap->allGather(std::string{char(mineAll), char(mineShared)}, &flags));
+  BRAID_TRY(
+      bootstrap->allGather(std::string{char(mineAll), char(mineShared), char(mineSlots)}, &flags));
   allPairs = peersShareMemory = true;
+  bool allSlots = true;
   for (const std::string& f : flags) {
-    allPairs = allPairs && f.size() == 2 && f[0];
-    peersShareMemory = peersShareMemory && f.size() == 2 && f[1];
+    allPairs = allPairs && f.size() == 3 && f[0];
+    peersShareMemory = peersShareMemory && f.size() == 3 && f[1];
+    allSlots = allSlots && f.size() == 3 && f[2];
   }
   // Phase 3: every sender is attached; receivers finish (accept sockets, unlink segments).
   for (int peer : peersToConnect) BRAID_TRY(recvFrom[peer]->finish(ctx));
-  overP2p = p2pConnectsAll(ctx);
+  overP2p = p2pAll && allSlots;
   return ncclSuccess;
 }
 

@@ -431,6 +431,36 @@ TEST_F(DeviceKernelTest, ATooOldDriverFailsInitNamingIt) {
   fakeDevice().setDriverTooOld(false);
 }
 
+// A peer's memory that cannot be mapped (a refused IPC open) is no failure: every rank stages
+// device buffers through the host instead, with the same results.
+void mappingRefused(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  ASSERT_NE(comm, nullptr) << "init failed";
+  EXPECT_FALSE(comm->team.overP2p);
+  EXPECT_FALSE(comm->device.channels.ready());
+  auto& fake = fakeDevice();
+  const int staging = fake.stagingAllocations();
+  void* stream = fake.createStream(0);
+  DeviceInts buf(5003);
+  for (size_t i = 0; i < 5003; ++i) buf.data[i] = input(ctx.rank(), i);
+  ASSERT_EQ(ncclAllReduce(buf.data, buf.data, 5003, ncclInt32, ncclSum, comm,
+                          static_cast<cudaStream_t>(stream)),
+            ncclSuccess);
+  fake.synchronize(stream);
+  std::vector<int32_t> want(5003, 0);
+  for (int r = 0; r < ctx.nranks(); ++r)
+    for (size_t i = 0; i < 5003; ++i) want[i] += input(r, i);
+  expectElements(ctx, buf.data, want, "staged allreduce after a refused mapping");
+  EXPECT_GT(fake.stagingAllocations(), staging);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(DeviceKernelTest, ARefusedMappingStagesThroughTheHostProcesses) {
+  fakeDevice().setFailOpen(true);
+  BRAID_EXPECT_ALL_RANKS_OK(runProcesses(3, mappingRefused, kernelOptions()));
+  fakeDevice().setFailOpen(false);
+}
+
 // Processes on one GPU without MPS would take turns on it: no kernels, host-driven steps, the
 // same results.
 TEST_F(DeviceKernelTest, ProcessesSharingAGpuWithoutMpsUseHostSteps) {

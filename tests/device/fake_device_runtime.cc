@@ -284,6 +284,7 @@ ncclResult_t FakeDeviceRuntime::openMemory(int, const IpcHandle& handle, void** 
   FakeHandle h;
   memcpy(&h, handle.bytes, sizeof(h));
   if (h.magic != kFakeHandleMagic) return fail(ncclInvalidArgument, "fake: not a fake handle");
+  if (failOpen_) return fail(ncclUnhandledCudaError, "fake: cudaIpcOpenMemHandle refused");
   if (h.pid == getpid())
     return fail(ncclInvalidUsage, "fake: a handle is opened in another process only");
   const std::string path = "/proc/" + std::to_string(h.pid) + "/fd/" + std::to_string(h.fd);

@@ -84,6 +84,8 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   void destroyChain(void* chain) override;
   ncclResult_t waitChain(void* chain) override;
   bool mpsEnabled(int) override { return mps_; }
+  /// Makes openMemory fail (an IPC handle another process cannot map).
+  void setFailOpen(bool fail) { failOpen_ = fail; }
   /// Plays a driver too old for the runtime: communicator creation fails, naming it.
   void setDriverTooOld(bool tooOld) { driverTooOld_ = tooOld; }
   ncclResult_t checkUsable() override;
@@ -132,6 +134,7 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   std::atomic<long> launchedItems_{0};
   std::atomic<bool> mps_{true};
   std::atomic<bool> driverTooOld_{false};
+  std::atomic<bool> failOpen_{false};
 };
 
 /// The fake device of a test program, with two devices (threads share it; processes inherit it

@@ -7,6 +7,7 @@
 
 #include "device/device_runtime.h"
 #include "util/env.h"
+#include "util/log.h"
 #include "util/status.h"
 
 namespace braid {
@@ -143,9 +144,16 @@ ncclResult_t attachDeviceSlots(const TransportContext& ctx, int peer, SendConnec
       return addContext(r, "p2p transport: peer access from device %d to device %d (rank %d)",
                         ctx.cudaDevice, them.cudaDevice, peer);
   } else {
-    if (ncclResult_t r = rt.openMemory(ctx.cudaDevice, b.handle, &slots); r != ncclSuccess)
-      return addContext(r, "p2p transport: opening rank %d's device slots (pid %d)", peer,
-                        them.pid);
+    if (rt.openMemory(ctx.cudaDevice, b.handle, &slots) != ncclSuccess) {
+      // Not fatal: the connection carries host data as its host transport does, and the
+      // communicator stages device buffers through the host instead (Team::connect sees that a
+      // sender has no device slots; every rank then agrees).
+      BRAID_WARN(
+          "p2p transport: rank %d cannot map rank %d's device slots (pid %d): %s; device "
+          "buffers will be staged through the host",
+          ctx.rank, peer, them.pid, lastError().c_str());
+      return ncclSuccess;
+    }
     conn.deviceSlots = std::make_unique<SlotMemory>(&rt, slots, SlotMemory::Kind::kMapped);
   }
   conn.fifo().setDeviceSlots(static_cast<char*>(slots));
