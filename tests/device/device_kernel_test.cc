@@ -343,6 +343,21 @@ TEST_F(DeviceKernelTest, RanksSharingTheDefaultStreamAreRefused) {
   BRAID_EXPECT_ALL_RANKS_OK(runThreads(2, sharedDefaultStream, kernelOptions()));
 }
 
+/// An int32 sum all-reduce of `count` in place on a stream of device 0, checked.
+void allReduceInPlace(RankContext& ctx, ncclComm_t comm, size_t count, const std::string& what) {
+  void* stream = fakeDevice().createStream(0);
+  DeviceInts buf(count);
+  for (size_t i = 0; i < count; ++i) buf.data[i] = input(ctx.rank(), i);
+  ASSERT_EQ(ncclAllReduce(buf.data, buf.data, count, ncclInt32, ncclSum, comm,
+                          static_cast<cudaStream_t>(stream)),
+            ncclSuccess);
+  fakeDevice().synchronize(stream);
+  std::vector<int32_t> want(count, 0);
+  for (int r = 0; r < ctx.nranks(); ++r)
+    for (size_t i = 0; i < count; ++i) want[i] += input(r, i);
+  expectElements(ctx, buf.data, want, what);
+}
+
 // BRAID_DEVICE_KERNELS=0: no kernel FIFOs, host-driven steps over the P2P transport instead.
 void kernelsOff(RankContext& ctx) {
   ncclComm_t comm = ctx.initComm();
@@ -351,17 +366,7 @@ void kernelsOff(RankContext& ctx) {
   EXPECT_FALSE(comm->device.channels.ready());
   auto& fake = fakeDevice();
   const long launches = fake.kernelLaunches(), hostSteps = fake.deviceOps();
-  void* stream = fake.createStream(0);
-  DeviceInts buf(1031);
-  for (size_t i = 0; i < 1031; ++i) buf.data[i] = input(ctx.rank(), i);
-  ASSERT_EQ(ncclAllReduce(buf.data, buf.data, 1031, ncclInt32, ncclSum, comm,
-                          static_cast<cudaStream_t>(stream)),
-            ncclSuccess);
-  fake.synchronize(stream);
-  std::vector<int32_t> want(1031, 0);
-  for (int r = 0; r < ctx.nranks(); ++r)
-    for (size_t i = 0; i < 1031; ++i) want[i] += input(r, i);
-  expectElements(ctx, buf.data, want, "allreduce without kernels");
+  allReduceInPlace(ctx, comm, 1031, "allreduce without kernels");
   EXPECT_EQ(fake.kernelLaunches(), launches);
   EXPECT_GT(fake.deviceOps(), hostSteps);
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
@@ -440,17 +445,7 @@ void mappingRefused(RankContext& ctx) {
   EXPECT_FALSE(comm->device.channels.ready());
   auto& fake = fakeDevice();
   const int staging = fake.stagingAllocations();
-  void* stream = fake.createStream(0);
-  DeviceInts buf(5003);
-  for (size_t i = 0; i < 5003; ++i) buf.data[i] = input(ctx.rank(), i);
-  ASSERT_EQ(ncclAllReduce(buf.data, buf.data, 5003, ncclInt32, ncclSum, comm,
-                          static_cast<cudaStream_t>(stream)),
-            ncclSuccess);
-  fake.synchronize(stream);
-  std::vector<int32_t> want(5003, 0);
-  for (int r = 0; r < ctx.nranks(); ++r)
-    for (size_t i = 0; i < 5003; ++i) want[i] += input(r, i);
-  expectElements(ctx, buf.data, want, "staged allreduce after a refused mapping");
+  allReduceInPlace(ctx, comm, 5003, "staged allreduce after a refused mapping");
   EXPECT_GT(fake.stagingAllocations(), staging);
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
