@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/bootstrap.h"
+#include "core/team.h"
 #include "device/device_runtime.h"
 #include "transports/transport.h"
 #include "util/env.h"
@@ -86,7 +87,6 @@ ncclResult_t DeviceChannels::setup(Bootstrap& bootstrap, const std::vector<PeerI
   shape_ = shape;
   rank_ = rank;
   nranks_ = static_cast<int>(peers.size());
-  device_ = cudaDevice;
   const Layout layout(shape, nranks_);
   std::string why;
   ChannelBlob mine{};
@@ -123,10 +123,7 @@ ncclResult_t DeviceChannels::setup(Bootstrap& bootstrap, const std::vector<PeerI
           memcpy(image.data() + layout.inbox(rank, p, c), &header, sizeof(header));
         }
     for (const PeerInfo& p : peers) crossProcess_ |= p.processHash != mine.processHash;
-    oneRankPerProcess_ = true;
-    for (size_t a = 0; a < peers.size(); a++)
-      for (size_t b = a + 1; b < peers.size(); b++)
-        oneRankPerProcess_ &= peers[a].processHash != peers[b].processHash;
+    oneRankPerProcess_ = oneRankPerProcess(peers);
     if (rt.upload(cudaDevice, region_, image.data(), image.size()) != ncclSuccess ||
         (crossProcess_ && rt.exportMemory(region_, &mine.handle) != ncclSuccess))
       why = lastError();

@@ -72,7 +72,7 @@ class DeviceChannels {
 
   DeviceRuntime* runtime_ = nullptr;
   DeviceChannelShape shape_;
-  int rank_ = 0, nranks_ = 1, device_ = -1;
+  int rank_ = 0, nranks_ = 1;
   bool ready_ = false;
   bool crossProcess_ = false;       ///< some peer maps the region through an IPC handle
   bool oneRankPerProcess_ = false;  ///< every process holds one rank (all ranks agree)

@@ -186,7 +186,7 @@ ncclResult_t Team::connectPairs(const std::vector<int>& peersToConnect) {
   return ncclSuccess;
 }
 
-bool Team::oneRankPerProcess() const {
+bool oneRankPerProcess(const std::vector<PeerInfo>& peers) {
   if (peers.size() < 2) return false;
   for (size_t a = 0; a < peers.size(); a++)
     for (size_t b = a + 1; b < peers.size(); b++)

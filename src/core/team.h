@@ -16,6 +16,10 @@
 
 namespace braid {
 
+/// Every one of `peers` is a process of its own, and there are several: what every rank computes
+/// alike from the peers' infos (teardown barriers depend on it).
+bool oneRankPerProcess(const std::vector<PeerInfo>& peers);
+
 class Team;
 
 /// Pulls every receive connection of a team that its waiter fills (TCP): the team's waits do it
@@ -112,7 +116,7 @@ class Team {
   /// several may destroy their communicators one after another from one thread.
   void disconnect(bool orderly = false);
   /// Every rank is a process of its own, and there are several (the same answer on every rank).
-  bool oneRankPerProcess() const;
+  bool oneRankPerProcess() const { return braid::oneRankPerProcess(peers); }
 };
 
 }  // namespace braid
