@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "transports/net/ucx/ucx_context.h"
+#include "transports/net/ucx/ucx_flusher.h"
 
 namespace braid::ucxnet {
 namespace {
@@ -100,7 +101,7 @@ void releaseRequest(Request* r) {
 ncclResult_t newWorker(Comm* c, std::vector<char>* address) {
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+  wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // the caller or the flusher, under c->lock
   if (ucs_status_t s = ucp_worker_create(global().context, &wp, &c->worker); s != UCS_OK) {
     UCX_WARN("ucp_worker_create: %s", ucs_status_string(s));
     return ncclSystemError;
@@ -195,6 +196,11 @@ bool progressUntil(Comm* c, Done done) {
 }  // namespace
 
 void destroy(Comm* c) {
+  forgetUnflushed(c);
+  std::unique_lock<std::mutex> lock(c->lock);
+  // The flusher's flush in flight is finished (or cancelled by the close) with destroy's own.
+  void* flusherFlush = c->flushRequest;
+  c->flushRequest = nullptr;
   const bool alive = c->ep && peerGone(c, true).empty();
   if (alive) sayGoodbye(c, &c->farewell);
   for (Request& r : c->requests)
@@ -230,14 +236,15 @@ void destroy(Comm* c) {
     close = ucp_ep_close_nbx(c->ep, &force);
   }
   if (!progressUntil(c, [&] {
-        return !inProgress(close) && !inProgress(flush) && !inFlight(c->farewell) &&
-               !inFlight(c->goodbye);
+        return !inProgress(close) && !inProgress(flush) && !inProgress(flusherFlush) &&
+               !inFlight(c->farewell) && !inFlight(c->goodbye);
       })) {
     UCX_INFO("closing the endpoint to %s did not finish in %.1f s: endpoint and worker left open",
              c->peer.c_str(), kCloseWait.count());
     return;  // destroying the worker under a pending request is not allowed either
   }
   if (UCS_PTR_IS_PTR(flush)) ucp_request_free(flush);
+  if (UCS_PTR_IS_PTR(flusherFlush)) ucp_request_free(flusherFlush);
   if (UCS_PTR_IS_PTR(close)) ucp_request_free(close);
   releaseRequest(&c->farewell);
   releaseRequest(&c->goodbye);
@@ -245,6 +252,7 @@ void destroy(Comm* c) {
     drainGoodbyes(c);
     ucp_worker_destroy(c->worker);
   }
+  lock.unlock();
   delete c;
 }
 

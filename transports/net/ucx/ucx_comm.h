@@ -1,6 +1,7 @@
 // A send or receive communicator of the UCX plugin: its own UCP worker (so that different comms
-// may be driven by different threads with UCS_THREAD_MODE_SINGLE: NCCL and Braid call one comm
-// from one thread at a time), one endpoint to the peer's worker, and a fixed pool of requests.
+// may be driven by different threads without a shared lock: NCCL and Braid call one comm from one
+// thread at a time; the comm's lock only keeps the plugin's flusher out while its caller is in),
+// one endpoint to the peer's worker, and a fixed pool of requests.
 //
 // Tags: UCP matches a receive against the 64-bit tag of every message reaching its worker. Each
 // comm's worker has one peer, and the tag still carries the connection's id beside NCCL's tag, so
@@ -19,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,9 @@ struct Request {
 };
 
 struct Comm {
+  /// Held around every UCX call on the comm's worker: by its caller (isend, irecv, test, close)
+  /// and by the plugin's flusher (ucx_flusher.h).
+  std::mutex lock;
   bool sending = false;
   uint64_t id = 0;  // the connection's id (from the listen handle)
   ucp_worker_h worker = nullptr;
@@ -53,6 +58,12 @@ struct Comm {
   Request farewell;       // ours, sent by destroy()
   double goneSeenAt = 0;  // when peerGone() first saw the peer gone (steady clock, seconds)
   char goodbyeByte = 0;
+  // The flusher's account (under `lock`): sends completed, those a finished flush covered, and
+  // the flush in flight (UCX's request) with what it covers.
+  uint64_t sendsCompleted = 0;
+  uint64_t flushedUpTo = 0;
+  void* flushRequest = nullptr;
+  uint64_t flushCovers = 0;
 };
 
 uint64_t dataTag(const Comm* c, int tag);

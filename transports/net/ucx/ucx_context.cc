@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "transports/net/ucx/ucx_flusher.h"
 #include "transports/net/ucx/ucx_net.h"
 
 namespace braid::ucxnet {
@@ -77,6 +78,7 @@ ncclResult_t init(ncclDebugLogger_t logger) {
 ncclResult_t finalize() {
   std::lock_guard<std::mutex> lock(initMutex);
   if (initCount > 0 && --initCount == 0) {
+    stopFlusher();
     ucp_cleanup(global().context);
     global().context = nullptr;
   }

@@ -7,6 +7,7 @@
 
 #include "transports/net/ucx/ucx_comm.h"
 #include "transports/net/ucx/ucx_context.h"
+#include "transports/net/ucx/ucx_flusher.h"
 #include "transports/net/ucx/ucx_net.h"
 
 namespace braid::ucxnet {
@@ -42,6 +43,7 @@ ncclResult_t deregMr(void*, void* mhandle) {
 ncclResult_t isend(void* sendComm, void* data, size_t size, int tag, void** request) {
   auto* c = static_cast<Comm*>(sendComm);
   *request = nullptr;
+  std::lock_guard<std::mutex> lock(c->lock);
   if (const std::string gone = peerGone(c, true); !gone.empty()) {
     UCX_WARN("send to %s: %s", c->peer.c_str(), gone.c_str());
     return ncclRemoteError;
@@ -71,6 +73,7 @@ ncclResult_t irecv(void* recvComm, int n, void** data, const size_t* sizes, cons
     UCX_WARN("irecv: %d grouped receives; this plugin takes one (maxRecvs 1)", n);
     return ncclInternalError;
   }
+  std::lock_guard<std::mutex> lock(c->lock);
   // Posted even when the peer is gone: what it sent before may be here already. test() says
   // whether the receive can still complete.
   Request* r = takeRequest(c, true);
@@ -92,6 +95,7 @@ ncclResult_t test(void* request, int* done, int* sizes) {
   auto* r = static_cast<Request*>(request);
   Comm* c = r->comm;
   *done = 0;
+  std::unique_lock<std::mutex> lock(c->lock);
   if (!r->done) ucp_worker_progress(c->worker);
   if (!r->done) {
     // After a progress, so that what arrived before the peer's goodbye is taken first.
@@ -110,6 +114,12 @@ ncclResult_t test(void* request, int* done, int* sizes) {
   }
   *done = 1;
   if (sizes) *sizes = static_cast<int>(size);
+  if (c->sending) {
+    // Its bytes may still wait in the endpoint (ucx_flusher.h).
+    c->sendsCompleted++;
+    lock.unlock();
+    markUnflushed(c);
+  }
   return ncclSuccess;
 }
 

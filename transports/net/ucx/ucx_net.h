@@ -6,8 +6,10 @@
 //   last finalize. UCX picks its transports as configured (UCX_TLS, UCX_NET_DEVICES): verbs
 //   (RC, DC, UD) on InfiniBand and RoCE, TCP elsewhere.
 // - A UCP worker per send or receive communicator, so that different communicators may be
-//   driven by different threads with no lock (UCS_THREAD_MODE_SINGLE): NCCL and Braid call one
-//   communicator from one thread at a time.
+//   driven by different threads with no shared lock: NCCL and Braid call one communicator from
+//   one thread at a time. One plugin thread progresses the communicators whose sends completed
+//   until those bytes have left (over TCP a completed send may still wait in UCX's endpoint:
+//   ucx_flusher.h); a communicator's lock keeps it and the caller apart.
 // - Connecting: listen() opens a TCP socket (on NCCL_SOCKET_IFNAME's interface, as NCCL's own
 //   networks choose it) whose address and a random id make the handle; connect() and accept()
 //   are non-blocking state machines that exchange the two workers' addresses over that socket,
@@ -18,7 +20,8 @@
 //
 // Files: ucx_context.cc (init, finalize, properties), ucx_comm.cc (a comm: worker, endpoint,
 // requests, closing), ucx_connect.cc (listen, connect, accept), ucx_data.cc (registrations,
-// isend, irecv, test), ucx_socket.cc (the rendezvous socket), ucx_plugin.cc (the exports).
+// isend, irecv, test), ucx_flusher.cc (completed sends' bytes out), ucx_socket.cc (the rendezvous
+// socket), ucx_plugin.cc (the exports).
 #pragma once
 
 #include <cstddef>
