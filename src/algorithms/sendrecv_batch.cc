@@ -19,6 +19,11 @@ struct Progress {
   Fingerprint fingerprint;  ///< a Send's: {seq, bytes, receiver}; the receiver expects the same
   size_t done = 0;
   bool finished = false;
+  /// The batch's previous transfer to the same peer in the same direction (index in the work
+  /// list, -1 if none): this one moves only once that one finished, so that the slots of one
+  /// FIFO carry the transfers in posting order (a later one must not take a slot that frees up
+  /// while the pass is past the earlier one).
+  long after = -1;
 };
 
 // The transfers still pending when a batch gives up, named for the error text.
@@ -105,6 +110,7 @@ static ncclResult_t runBatch(Context& ctx, const std::vector<Transfer>& ops, boo
     if (!missing.empty()) BRAID_TRY(ctx.team.connectPairs(missing));
   }
   std::vector<Progress> work;
+  std::vector<long> lastSend(ctx.nranks(), -1), lastRecv(ctx.nranks(), -1);
   for (const Transfer& op : ops) {
     if (op.peer == ctx.rank() || op.bytes == 0) continue;
     bool connected =
@@ -117,6 +123,9 @@ static ncclResult_t runBatch(Context& ctx, const std::vector<Transfer>& ops, boo
     uint64_t seq = op.isSend ? ++ctx.ops.sendSeq[op.peer] : ++ctx.ops.recvSeq[op.peer];
     work.push_back(
         Progress{&op, sendFingerprint(seq, op.bytes, op.isSend ? op.peer : ctx.rank(), device)});
+    long& last = (op.isSend ? lastSend : lastRecv)[op.peer];
+    work.back().after = last;
+    last = static_cast<long>(work.size()) - 1;
   }
   const size_t slot = ctx.config.slotBytes;
   Deadline deadline = Deadline::after(ctx.policy().timeoutS);
@@ -125,7 +134,7 @@ static ncclResult_t runBatch(Context& ctx, const std::vector<Transfer>& ops, boo
   while (remaining > 0) {
     bool progressed = false;
     for (Progress& p : work) {
-      if (p.finished) continue;
+      if (p.finished || (p.after >= 0 && !work[p.after].finished)) continue;
       const Transfer& op = *p.op;
       size_t len = std::min(slot, op.bytes - p.done);
       if (op.isSend) {
