@@ -6,6 +6,10 @@
 
 #include "kernels/device/fifo.h"
 
+namespace braid::kernels::device {
+struct P2pLaunchArgs;
+}
+
 namespace braid::kernels::cuda {
 
 /// Threads per block of the collective kernel.
@@ -21,5 +25,9 @@ int launchCollective(const device::CollectiveArgs& args, int* status, void* stre
 /// (launch.channels() blocks).
 int launchCollectives(const device::LaunchArgs& launch, int* status, void* stream,
                       const char** why);
+/// A point-to-point launch (kernels/device/p2p.h): launch.blocks() blocks; a block that did not
+/// end well writes its device::ChannelStatus to status[block % statusWords].
+int launchSendRecv(const device::P2pLaunchArgs& launch, int* status, int statusWords, void* stream,
+                   const char** why);
 
 }  // namespace braid::kernels::cuda

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <new>
 #include <thread>
@@ -59,6 +60,24 @@ int runLaunchOnThreads(const LaunchArgs& launch, int* status) {
     if (const int s = std::atomic_ref<int>(status[c]).load(std::memory_order_relaxed);
         s != kChannelOk)
       return s;
+  return kChannelOk;
+}
+
+int runP2pOnThreads(const P2pLaunchArgs& launch, int* status, int statusWords) {
+  const int blocks = launch.blocks();
+  std::vector<int> results(blocks, kChannelOk);
+  std::vector<std::thread> threads;
+  threads.reserve(blocks);
+  for (int b = 0; b < blocks; ++b)
+    threads.emplace_back([&, b] {
+      BlockShared shared{};
+      results[b] = runP2pBlock(launch, b, Block{}, &shared);
+      if (results[b] != kChannelOk)
+        std::atomic_ref<int>(status[b % statusWords]).store(results[b], std::memory_order_relaxed);
+    });
+  for (std::thread& t : threads) t.join();
+  for (const int r : results)
+    if (r != kChannelOk) return r;
   return kChannelOk;
 }
 
@@ -123,6 +142,55 @@ std::uint64_t EmulatedWorld::sent(int from, int to, int channel) const {
   return memory_->sent[from][static_cast<std::size_t>(channel) * nranks_ + to];
 }
 
+namespace {
+
+/// One block of one rank of a launch, as a CPU thread.
+struct BlockJob {
+  int rank;
+  int block;
+  std::function<int()> run;
+};
+
+/// Runs every job on a thread of its own; past `deadline` raises `abort`. "" when every job
+/// ended normally, else what went wrong, job by job.
+std::string runJobs(const std::vector<BlockJob>& jobs, int* abort,
+                    std::chrono::milliseconds deadline) {
+  std::atomic_ref<int>(*abort).store(0, std::memory_order_relaxed);
+  std::vector<int> status(jobs.size(), kChannelOk);
+  std::mutex mutex;
+  std::condition_variable done;
+  std::size_t running = jobs.size();
+  std::vector<std::thread> threads;
+  threads.reserve(jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    threads.emplace_back([&, i] {
+      const int result = jobs[i].run();
+      std::lock_guard<std::mutex> lock(mutex);
+      status[i] = result;
+      if (--running == 0) done.notify_all();
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!done.wait_for(lock, deadline, [&] { return running == 0; }))
+      std::atomic_ref<int>(*abort).store(1, std::memory_order_relaxed);
+  }
+  for (std::thread& t : threads) t.join();
+  std::string error;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (status[i] == kChannelOk) continue;
+    const char* what = status[i] == kChannelAborted
+                           ? " gave up waiting (abort raised at the deadline)"
+                       : status[i] == kChannelSizeMismatch ? " met a send of another size"
+                                                           : " could not run these arguments";
+    error += (error.empty() ? "" : "; ") + std::string("rank ") + std::to_string(jobs[i].rank) +
+             " channel " + std::to_string(jobs[i].block) + what;
+  }
+  return error;
+}
+
+}  // namespace
+
 std::string EmulatedWorld::launch(const std::vector<CollectiveArgs>& args,
                                   std::chrono::milliseconds deadline) {
   if (static_cast<int>(args.size()) != nranks_) return "one CollectiveArgs per rank is needed";
@@ -134,41 +202,29 @@ std::string EmulatedWorld::launch(const std::vector<CollectiveArgs>& args,
       return "rank " + std::to_string(a.comm.rank) + " runs " + std::to_string(a.comm.channels) +
              " channels, rank 0 " + std::to_string(args[0].comm.channels);
   }
-  std::atomic_ref<int>(memory_->abort).store(0, std::memory_order_relaxed);
-  const int blocks = nranks_ * args[0].comm.channels;
-  std::vector<int> status(blocks, kChannelOk);
-  std::mutex mutex;
-  std::condition_variable done;
-  int running = blocks;
-  std::vector<std::thread> threads;
-  threads.reserve(blocks);
-  for (int r = 0; r < nranks_; ++r) {
-    for (int c = 0; c < args[r].comm.channels; ++c) {
-      threads.emplace_back([&, r, c] {
-        const CollectiveArgs& a = args[r];
-        const int result = runChannelHere(a, c);
-        std::lock_guard<std::mutex> lock(mutex);
-        status[r * a.comm.channels + c] = result;
-        if (--running == 0) done.notify_all();
-      });
-    }
+  std::vector<BlockJob> jobs;
+  for (int r = 0; r < nranks_; ++r)
+    for (int c = 0; c < args[r].comm.channels; ++c)
+      jobs.push_back({r, c, [&args, r, c] { return runChannelHere(args[r], c); }});
+  return runJobs(jobs, &memory_->abort, deadline);
+}
+
+std::string EmulatedWorld::launchP2p(const std::vector<P2pLaunchArgs>& launches,
+                                     std::chrono::milliseconds deadline) {
+  if (static_cast<int>(launches.size()) != nranks_) return "one launch per rank is needed";
+  for (const P2pLaunchArgs& l : launches) {
+    if (const char* why = unsupported(l))
+      return std::string("rank ") + std::to_string(l.comm.rank) + ": " + why;
+    if (l.comm.channels > channels_) return "more channels than the world has";
   }
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    if (!done.wait_for(lock, deadline, [&] { return running == 0; }))
-      std::atomic_ref<int>(memory_->abort).store(1, std::memory_order_relaxed);
-  }
-  for (std::thread& t : threads) t.join();
-  std::string error;
-  for (int i = 0; i < blocks; ++i) {
-    if (status[i] == kChannelOk) continue;
-    const int channels = args[0].comm.channels;
-    error += (error.empty() ? "" : "; ") + std::string("rank ") + std::to_string(i / channels) +
-             " channel " + std::to_string(i % channels) +
-             (status[i] == kChannelAborted ? " gave up waiting (abort raised at the deadline)"
-                                           : " could not run these arguments");
-  }
-  return error;
+  std::vector<BlockJob> jobs;
+  for (int r = 0; r < nranks_; ++r)
+    for (int b = 0; b < launches[r].blocks(); ++b)
+      jobs.push_back({r, b, [&launches, r, b] {
+                        BlockShared shared{};
+                        return runP2pBlock(launches[r], b, Block{}, &shared);
+                      }});
+  return runJobs(jobs, &memory_->abort, deadline);
 }
 
 }  // namespace braid::kernels::device

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/device/fifo.h"
+#include "kernels/device/p2p.h"
 
 namespace braid::kernels::device {
 
@@ -19,6 +20,9 @@ namespace braid::kernels::device {
 /// ranks run elsewhere (their own launches) and meet these through the FIFOs. `status` receives
 /// each channel's ChannelStatus. Returns kChannelOk, or the first other status.
 int runLaunchOnThreads(const LaunchArgs& launch, int* status);
+/// The same for a point-to-point launch: launch.blocks() threads; a block that did not end well
+/// writes its status to status[block % statusWords]. Returns kChannelOk or the first other.
+int runP2pOnThreads(const P2pLaunchArgs& launch, int* status, int statusWords);
 
 /// n ranks' FIFOs (every ordered pair, every channel), their scratch, and the abort word.
 class EmulatedWorld {
@@ -38,6 +42,10 @@ class EmulatedWorld {
   /// of every rank ended normally, else what went wrong (bad arguments, channels that aborted).
   std::string launch(const std::vector<CollectiveArgs>& args,
                      std::chrono::milliseconds deadline = std::chrono::seconds(60));
+
+  /// Runs launches[r] on rank r (a point-to-point launch each), as launch() does.
+  std::string launchP2p(const std::vector<P2pLaunchArgs>& launches,
+                        std::chrono::milliseconds deadline = std::chrono::seconds(60));
 
   /// The FIFO from `from` to `to` on `channel` (for tests that look at the counters).
   const DeviceFifo& fifo(int from, int to, int channel) const;

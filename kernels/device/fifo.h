@@ -118,6 +118,9 @@ struct CollectiveArgs {
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;
   ReduceOp op;
+  /// premulsum with its scalar in device memory (ncclScalarDevice): read by each block at its
+  /// start, in stream order, instead of op.scalar.
+  const void* scalarOnDevice = nullptr;
   DeviceComm comm;
 };
 
@@ -137,6 +140,11 @@ struct LaunchArgs {
 };
 
 /// What a channel reports back (a word per channel the host reads after the launch).
-enum ChannelStatus : int { kChannelOk = 0, kChannelAborted = 1, kChannelBadArguments = 2 };
+enum ChannelStatus : int {
+  kChannelOk = 0,
+  kChannelAborted = 1,
+  kChannelBadArguments = 2,
+  kChannelSizeMismatch = 3,  ///< a receive met a send of another size (kernels/device/p2p.h)
+};
 
 }  // namespace braid::kernels::device

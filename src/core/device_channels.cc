@@ -73,6 +73,10 @@ DeviceChannelShape DeviceChannelShape::fromEnvironment() {
   };
   s.fifo.simpleSlotBytes = bytes("BRAID_DEVICE_SLOT_BYTES", 128 << 10, 128);
   s.fifo.llSlotBytes = bytes("BRAID_DEVICE_LL_BYTES", 8 << 10, 8);
+  s.p2pLLThreshold = static_cast<size_t>(
+      std::clamp<int64_t>(envInt("NCCL_P2P_LL_THRESHOLD", 16384), 0, int64_t{1} << 30));
+  s.p2pChannelsPerPeer = static_cast<int>(
+      std::clamp<int64_t>(envInt("BRAID_P2P_CHANNELS_PER_PEER", 2), 1, s.channels));
   return s;
 }
 

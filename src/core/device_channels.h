@@ -32,6 +32,11 @@ struct PeerInfo;
 struct DeviceChannelShape {
   int channels = 8;
   kernels::device::FifoShape fifo{4, 128 << 10, 8 << 10};
+  /// Point-to-point (kernels/device/p2p.h): a transfer of at most this many bytes goes under LL
+  /// (NCCL_P2P_LL_THRESHOLD, as NCCL's), and each peer's transfers use this many channels in
+  /// each direction (BRAID_P2P_CHANNELS_PER_PEER).
+  size_t p2pLLThreshold = 16384;
+  int p2pChannelsPerPeer = 2;
   static DeviceChannelShape fromEnvironment();
 };
 
@@ -49,6 +54,7 @@ class DeviceChannels {
                      int cudaDevice, const DeviceChannelShape& shape);
   bool ready() const { return ready_; }
   int channels() const { return shape_.channels; }
+  const DeviceChannelShape& shape() const { return shape_; }
 
   /// This rank's view for a launch of `channels` (<= channels()) channels.
   kernels::device::DeviceComm comm(int channels) const;

@@ -344,6 +344,17 @@ class CudaRuntime final : public DeviceRuntime {
     return ncclSuccess;
   }
 
+  ncclResult_t launchSendRecv(int device, const kernels::device::P2pLaunchArgs& launch, int* status,
+                              int statusWords, void* stream) override {
+    DeviceScope scope(device);
+    BRAID_CUDA_TRY(scope.error());
+    const char* why = nullptr;
+    const int e = kernels::cuda::launchSendRecv(launch, status, statusWords, stream, &why);
+    if (why != nullptr) return fail(ncclInternalError, "point-to-point kernel: %s", why);
+    BRAID_CUDA_TRY(static_cast<cudaError_t>(e));
+    return ncclSuccess;
+  }
+
   ncclResult_t streamWaitChain(int device, void* stream, void* chain) override {
     if (chain == nullptr) return ncclSuccess;
     DeviceScope scope(device);

@@ -80,6 +80,10 @@ void DeviceRuntime::freeMapped(void* p) {
 ncclResult_t DeviceRuntime::launchCollective(int, const kernels::device::LaunchArgs&, int*, void*) {
   return noPeerMemory("collective kernel");
 }
+ncclResult_t DeviceRuntime::launchSendRecv(int, const kernels::device::P2pLaunchArgs&, int*, int,
+                                           void*) {
+  return noPeerMemory("point-to-point kernel");
+}
 ncclResult_t DeviceRuntime::streamWaitChain(int, void*, void* chain) {
   return chain ? noPeerMemory("stream chaining") : ncclSuccess;
 }

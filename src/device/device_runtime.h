@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "kernels/device/fifo.h"
+#include "kernels/device/p2p.h"
 #include "kernels/reduce.h"
 #include "nccl.h"
 
@@ -112,6 +113,11 @@ class DeviceRuntime {
   /// memory) when it ends.
   virtual ncclResult_t launchCollective(int device, const kernels::device::LaunchArgs& launch,
                                         int* status, void* stream);
+  /// Enqueues one rank's point-to-point launch (kernels/device/p2p.h) on `stream`:
+  /// launch.blocks() blocks; one that does not end well writes its ChannelStatus to
+  /// status[block % statusWords].
+  virtual ncclResult_t launchSendRecv(int device, const kernels::device::P2pLaunchArgs& launch,
+                                      int* status, int statusWords, void* stream);
   /// A communicator's launches run one after another in the order they were issued, whatever
   /// streams they name (as NCCL's): each launch's stream first waits for `chain` (the previous
   /// launch; nothing when null), and the launch is then recorded into `*chain` (created on

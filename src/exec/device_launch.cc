@@ -1,8 +1,12 @@
 // Collective kernels from the API (device_launch.h).
 #include "exec/device_launch.h"
 
+#include <memory>
+#include <vector>
+
 #include "comm/communicator.h"
 #include "device/device_runtime.h"
+#include "kernels/device/p2p_arrange.h"
 #include "tuner/device_schedule.h"
 #include "util/log.h"
 #include "util/status.h"
@@ -10,14 +14,30 @@
 namespace braid {
 
 bool kernelRuns(const Plan& plan) {
-  return plan.kind == Plan::Kind::kCollective && plan.comm->device.channels.ready() &&
-         plan.coll.deviceScalar == nullptr;
+  if (!plan.comm->device.channels.ready()) return false;
+  if (plan.kind == Plan::Kind::kCollective) return true;
+  if (plan.kind != Plan::Kind::kSendRecv) return false;
+  if (plan.transfers.size() <= static_cast<size_t>(kernels::device::kMaxP2pItems)) return true;
+  BRAID_INFO(kSubsysP2p,
+             "rank %d: a group of %zu sends and receives is more than one kernel takes (%d): "
+             "host-driven steps",
+             plan.comm->rank(), plan.transfers.size(), kernels::device::kMaxP2pItems);
+  return false;
 }
 
 ncclResult_t noteKernelFailures(ncclComm* comm) {
   const int status = comm->device.channels.takeFailure();
   if (status == 0)
     return comm->health.state() == ncclInProgress ? ncclSuccess : comm->health.state();
+  if (status == kernels::device::kChannelSizeMismatch) {
+    const ncclResult_t r = fail(ncclInvalidUsage,
+                                "rank %d: a receive met a send of another size (a peer's ncclSend "
+                                "and its matching ncclRecv differ in count or type); the receive "
+                                "buffer was not written",
+                                comm->rank());
+    comm->health.setError(r, lastError());
+    return r;
+  }
   const ncclResult_t r = fail(ncclSystemError,
                               "rank %d: a collective kernel gave up waiting for a peer (status "
                               "%d: the communicator was aborted, or a peer did not take part "
@@ -46,6 +66,7 @@ kernels::device::CollectiveArgs kernelArgs(ncclComm* comm, const Plan& plan, boo
   k.sendbuff = a.sendbuff;
   k.recvbuff = a.recvbuff;
   k.op = a.op;
+  k.scalarOnDevice = a.deviceScalar;
   k.comm = channels.comm(s.channels);
   k.comm.timeoutNs = static_cast<uint64_t>(comm->config.timeoutS * 1e9);
   comm->ops.opCount++;
@@ -95,7 +116,82 @@ ncclResult_t launchKernels(Plan* const* plans, int count) {
   return ncclSuccess;
 }
 
+namespace {
+
+/// A group's sends and receives as one launch (kernels/device/p2p.h): the transfers of each
+/// (peer, direction) adjacent in posting order, a block group each; a send to self is copied
+/// by its receive, so the two must pair up here.
+ncclResult_t p2pArgs(ncclComm* comm, const std::vector<Transfer>& transfers,
+                     kernels::device::P2pLaunchArgs* l) {
+  using kernels::device::Protocol;
+  DeviceChannels& channels = comm->device.channels;
+  const DeviceChannelShape& shape = channels.shape();
+  const int self = comm->rank();
+  std::vector<const Transfer*> toSelf, fromSelf;
+  for (const Transfer& t : transfers)
+    if (t.peer == self) (t.isSend ? toSelf : fromSelf).push_back(&t);
+  if (toSelf.size() != fromSelf.size())
+    return fail(ncclInvalidUsage, "rank %d: %zu send(s) to itself but %zu receive(s) from itself",
+                self, toSelf.size(), fromSelf.size());
+  for (size_t k = 0; k < toSelf.size(); ++k)
+    if (toSelf[k]->bytes != fromSelf[k]->bytes)
+      return fail(ncclInvalidUsage,
+                  "rank %d: send %zu to itself is %zu bytes but its receive is %zu bytes", self, k,
+                  toSelf[k]->bytes, fromSelf[k]->bytes);
+  const bool llAllowed = shape.fifo.llSlotBytes >= 64;
+  std::vector<kernels::device::P2pItem> posted(transfers.size());
+  for (size_t i = 0; i < transfers.size(); ++i) {
+    const Transfer& t = transfers[i];
+    kernels::device::P2pItem& it = posted[i];
+    it.src = t.src;
+    it.dst = t.dst;
+    it.bytes = t.bytes;
+    it.peer = t.peer;
+    it.isSend = t.isSend ? 1 : 0;
+    // From the bytes and the communicator's settings only: both ends choose alike.
+    it.protocol = static_cast<uint8_t>(
+        llAllowed && t.bytes <= shape.p2pLLThreshold ? Protocol::kLL : Protocol::kSimple);
+  }
+  l->comm = channels.comm(channels.channels());
+  l->comm.timeoutNs = static_cast<uint64_t>(comm->config.timeoutS * 1e9);
+  l->channelsPerPeer = shape.p2pChannelsPerPeer;
+  kernels::device::arrangeP2p(posted, l);
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t launchSendRecv(Plan& plan) {
+  ncclComm* comm = plan.comm;
+  if (ncclResult_t r = noteKernelFailures(comm); r != ncclSuccess) return r;
+  if (plan.transfers.empty()) return ncclSuccess;
+  // Held on the heap: up to 32 KiB of kernel parameter.
+  auto launch = std::make_unique<kernels::device::P2pLaunchArgs>();
+  BRAID_TRY(p2pArgs(comm, plan.transfers, launch.get()));
+  comm->ops.opCount++;
+  size_t bytes = 0;
+  for (const Transfer& t : plan.transfers) bytes += t.bytes;
+  BRAID_INFO(kSubsysP2p,
+             "SendRecv: opCount %llu %zu transfer(s) %zu bytes comm %p [nranks=%d] stream %p "
+             "kernel %d block(s)%s",
+             static_cast<unsigned long long>(comm->ops.opCount), plan.transfers.size(), bytes,
+             static_cast<void*>(comm), comm->nranks(), plan.stream, launch->blocks(),
+             plan.capturing ? " (captured)" : "");
+  DeviceChannels& channels = comm->device.channels;
+  DeviceRuntime& rt = deviceRuntime();
+  const int device = comm->device.cudaDevice;
+  if (!plan.capturing) BRAID_TRY(rt.streamWaitChain(device, plan.stream, *channels.chain()));
+  if (ncclResult_t r =
+          rt.launchSendRecv(device, *launch, channels.status(), channels.channels(), plan.stream);
+      r != ncclSuccess)
+    return addContext(r, "rank %d: launching %zu send(s) and receive(s)", comm->rank(),
+                      plan.transfers.size());
+  if (!plan.capturing) BRAID_TRY(rt.recordChain(device, plan.stream, channels.chain()));
+  return ncclSuccess;
+}
+
 ncclResult_t launchKernel(Plan& plan) {
+  if (plan.kind == Plan::Kind::kSendRecv) return launchSendRecv(plan);
   Plan* one = &plan;
   return launchKernels(&one, 1);
 }

@@ -1,4 +1,5 @@
-// Collectives on device buffers as one kernel launch on the user's stream (Target::kDeviceKernel):
+// Collectives and point-to-point on device buffers as one kernel launch on the user's stream
+// (Target::kDeviceKernel):
 // the blocks of every rank run the schedule themselves over the communicator's kernel FIFOs
 // (core/device_channels.h); no host thread takes part and nothing waits on the host.
 #pragma once
@@ -8,9 +9,9 @@
 
 namespace braid {
 
-/// Whether `plan` (a collective on device buffers) can run as a collective kernel: the
-/// communicator set up its kernel FIFOs and the call needs nothing read on the host in stream
-/// order (a premulsum scalar in device memory does).
+/// Whether `plan` (a collective, or a batch of sends and receives, on device buffers) can run as
+/// a kernel: the communicator set up its kernel FIFOs, and a batch fits one launch
+/// (kernels::device::kMaxP2pItems transfers).
 bool kernelRuns(const Plan& plan);
 
 /// Turns a launch of `comm` that gave up into the communicator's error (ncclSystemError with
@@ -20,6 +21,9 @@ ncclResult_t noteKernelFailures(ncclComm* comm);
 /// Enqueues the launch on plan.stream, behind this communicator's previous launch (unless the
 /// stream is capturing a graph, whose replays the user orders) and returns.
 ncclResult_t launchKernel(Plan& plan);
+/// The same for a batch of sends and receives (a group's, an all-to-all's, a gather's or a
+/// scatter's): one launch, a block group per (peer, direction) (kernels/device/p2p.h).
+ncclResult_t launchSendRecv(Plan& plan);
 
 /// Whether two kernel plans can share one launch: one communicator, stream (and capture), data
 /// type and op (the kernel is compiled per type and op).

@@ -201,10 +201,9 @@ ncclResult_t place(Plan& plan) {
                 "stream=%p is capturing a CUDA graph, and this call runs as a host step in "
                 "stream order, which a graph cannot replay (%s); call outside capture",
                 stream,
-                plan.kind != Plan::Kind::kCollective ? "point-to-point and all-to-all calls do"
-                : comm->device.channels.ready()      ? "a premulsum scalar in device memory"
-                                                     : "the ranks' GPUs do not all reach each "
-                                                       "other, so no collective kernel runs");
+                comm->device.channels.ready()
+                    ? "a group of more sends and receives than one kernel takes"
+                    : "the ranks' GPUs do not all reach each other, so no kernel runs");
   plan.target = comm->team.overP2p ? Target::kDeviceP2p : Target::kDeviceStaged;
   if (plan.target == Target::kDeviceP2p) plan.coll.device = true;
   return ncclSuccess;

@@ -72,6 +72,11 @@ ncclResult_t runGroup(std::vector<Plan> plans) {
   };
   for (Plan& plan : plans) {
     if (plan.kind == Plan::Kind::kSendRecv) BRAID_TRY(place(plan));
+    if (plan.target == Target::kDeviceKernel && plan.kind == Plan::Kind::kSendRecv) {
+      BRAID_TRY(flush(plan.comm));  // the communicator's collectives before, in order
+      BRAID_TRY(launchSendRecv(plan));
+      continue;
+    }
     if (plan.target == Target::kDeviceKernel) {
       auto open = std::find_if(batches.begin(), batches.end(), [&](const std::vector<Plan*>& b) {
         return b[0]->comm == plan.comm;

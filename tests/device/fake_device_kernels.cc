@@ -1,5 +1,6 @@
 // The fake device's collective kernels and stream chaining (fake_device_runtime.h).
 #include <cstring>
+#include <memory>
 
 #include "kernels/device/collective.h"
 #include "kernels/device/emulation.h"
@@ -47,6 +48,28 @@ ncclResult_t FakeDeviceRuntime::launchCollective(int device,
   kernelLaunches_++;
   launchedItems_ += launch.count;
   push(stream, [launch, status] { kernels::device::runLaunchOnThreads(launch, status); });
+  return ncclSuccess;
+}
+
+ncclResult_t FakeDeviceRuntime::launchSendRecv(int device,
+                                               const kernels::device::P2pLaunchArgs& launch,
+                                               int* status, int statusWords, void* stream) {
+  if (const char* why = kernels::device::unsupported(launch))
+    return fail(ncclInternalError, "fake: point-to-point kernel: %s", why);
+  for (int i = 0; i < launch.count; ++i) {
+    const kernels::device::P2pItem& it = launch.items[i];
+    const void* p = it.isSend ? it.src : it.dst;
+    if (it.bytes > 0 && deviceOf(p, it.bytes) != device)
+      return fail(ncclInternalError, "fake: point-to-point kernel on device %d given %p", device,
+                  p);
+  }
+  p2pLaunches_++;
+  launchedTransfers_ += launch.count;
+  // The arguments are large (a kernel parameter of up to 32 KiB): held once, shared.
+  auto held = std::make_shared<kernels::device::P2pLaunchArgs>(launch);
+  push(stream, [held, status, statusWords] {
+    kernels::device::runP2pOnThreads(*held, status, statusWords);
+  });
   return ncclSuccess;
 }
 

@@ -79,6 +79,8 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   ncclResult_t upload(int device, void* dst, const void* src, size_t bytes) override;
   ncclResult_t launchCollective(int device, const kernels::device::LaunchArgs& launch, int* status,
                                 void* stream) override;
+  ncclResult_t launchSendRecv(int device, const kernels::device::P2pLaunchArgs& launch, int* status,
+                              int statusWords, void* stream) override;
   ncclResult_t streamWaitChain(int device, void* stream, void* chain) override;
   ncclResult_t recordChain(int device, void* stream, void** chain) override;
   void destroyChain(void* chain) override;
@@ -95,6 +97,9 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   long kernelLaunches() const { return kernelLaunches_.load(); }
   /// Collectives those launches ran (a group's share one launch).
   long launchedCollectives() const { return launchedItems_.load(); }
+  /// Point-to-point launches (a group's sends and receives in one) and the transfers in them.
+  long p2pLaunches() const { return p2pLaunches_.load(); }
+  long launchedTransfers() const { return launchedTransfers_.load(); }
 
  private:
   struct Stream {
@@ -132,6 +137,8 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   std::atomic<int> openedMappings_{0};
   std::atomic<long> kernelLaunches_{0};
   std::atomic<long> launchedItems_{0};
+  std::atomic<long> p2pLaunches_{0};
+  std::atomic<long> launchedTransfers_{0};
   std::atomic<bool> mps_{true};
   std::atomic<bool> driverTooOld_{false};
   std::atomic<bool> failOpen_{false};

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/cuda/device_collective.h"
+#include "kernels/device/p2p_arrange.h"
 #include "kernels/ops.h"
 #include "tests/kernels/cuda_device.h"
 
@@ -21,6 +22,11 @@ namespace braid::kernels::device {
 namespace {
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
+#define CUDA_CHECK_RETURN(call)                           \
+  do {                                                    \
+    const cudaError_t e_ = (call);                        \
+    if (e_ != cudaSuccess) return cudaGetErrorString(e_); \
+  } while (0)
 
 /// n ranks' FIFOs, pointer tables and scratch in the memory of device 0, and a mapped abort word.
 class GpuWorld {
@@ -81,7 +87,7 @@ class GpuWorld {
 
   /// Launches every rank's args on its stream and waits; "" or what failed.
   std::string run(const std::vector<CollectiveArgs>& args) {
-    for (int r = 0; r < n_; ++r) {
+    for (int r = 0; r < static_cast<int>(args.size()); ++r) {
       const char* why = nullptr;
       const int rc = cuda::launchCollective(args[r], status_ + r * channels_, streams_[r], &why);
       if (rc != 0) return why != nullptr ? why : cudaGetErrorString(static_cast<cudaError_t>(rc));
@@ -95,6 +101,19 @@ class GpuWorld {
     for (int s : status)
       if (s != kChannelOk) return "a channel gave up";
     return "";
+  }
+
+  /// The same for point-to-point launches (one per rank).
+  std::string runP2p(const std::vector<P2pLaunchArgs>& launches) {
+    CUDA_CHECK_RETURN(cudaMemset(status_, 0, sizeof(int) * n_ * channels_));
+    CUDA_CHECK_RETURN(cudaDeviceSynchronize());  // the streams do not wait for the legacy one
+    for (int r = 0; r < n_; ++r) {
+      const char* why = nullptr;
+      const int rc =
+          cuda::launchSendRecv(launches[r], status_ + r * channels_, channels_, streams_[r], &why);
+      if (rc != 0) return why != nullptr ? why : cudaGetErrorString(static_cast<cudaError_t>(rc));
+    }
+    return run({});
   }
 
   void* alloc(std::size_t bytes) {
@@ -198,6 +217,59 @@ TEST_F(CudaCollective, EverySchedulesResultIsExact) {
               }
             }
           }
+        }
+      }
+    }
+  }
+}
+
+/// Point-to-point: every rank sends to the next and receives from the previous, then an
+/// all-to-all with the transfer to self, under LL (small) and Simple (large), 1 and 2 channels
+/// per peer, 2-4 ranks; every byte against what its sender sent.
+TEST_F(CudaCollective, PointToPointIsExact) {
+  for (int n : {2, 3, 4}) {
+    for (int perPeer : {1, 2}) {
+      GpuWorld world(n, 2, 2, 4096, 1024);
+      for (std::size_t bytes :
+           {std::size_t{0}, std::size_t{1}, std::size_t{4099}, std::size_t{1} << 20}) {
+        const Protocol protocol = bytes <= 16384 ? Protocol::kLL : Protocol::kSimple;
+        std::vector<std::vector<unsigned char>> sent(n);
+        std::vector<unsigned char*> in(n), out(n);
+        std::vector<P2pLaunchArgs> launches(n);
+        for (int r = 0; r < n; ++r) {
+          sent[r].resize(bytes * n);
+          for (std::size_t i = 0; i < sent[r].size(); ++i)
+            sent[r][i] = static_cast<unsigned char>(r * 37 + i * 11 + (i >> 9));
+          in[r] = static_cast<unsigned char*>(world.alloc(bytes * n + 1));
+          out[r] = static_cast<unsigned char*>(world.alloc(bytes * n + 1));
+          CUDA_OK(cudaMemcpy(in[r], sent[r].data(), bytes * n, cudaMemcpyHostToDevice));
+          CUDA_OK(cudaMemset(out[r], 0xA5, bytes * n + 1));
+          std::vector<P2pItem> posted;
+          for (int p = 0; p < n; ++p) {  // all-to-all: block p of in to p, from p into block p
+            P2pItem send, recv;
+            send.isSend = 1;
+            send.peer = recv.peer = p;
+            send.src = in[r] + p * bytes;
+            recv.dst = out[r] + p * bytes;
+            send.bytes = recv.bytes = bytes;
+            send.protocol = recv.protocol = static_cast<std::uint8_t>(protocol);
+            posted.push_back(send);
+            posted.push_back(recv);
+          }
+          launches[r].comm = world.comm(r);
+          launches[r].channelsPerPeer = perPeer;
+          arrangeP2p(posted, &launches[r]);
+        }
+        ASSERT_EQ(world.runP2p(launches), "") << n << " ranks, " << bytes << " B";
+        for (int r = 0; r < n; ++r) {
+          std::vector<unsigned char> got(bytes * n + 1);
+          CUDA_OK(cudaMemcpy(got.data(), out[r], got.size(), cudaMemcpyDeviceToHost));
+          for (int p = 0; p < n; ++p)
+            for (std::size_t i = 0; i < bytes; ++i)
+              ASSERT_EQ(got[p * bytes + i], sent[p][r * bytes + i])
+                  << n << " ranks, " << perPeer << " channel(s) per peer, " << bytes << " B: rank "
+                  << r << " from " << p << " byte " << i;
+          ASSERT_EQ(got[bytes * n], 0xA5) << "written past the end";
         }
       }
     }

@@ -1,0 +1,231 @@
+// Point-to-point on device buffers as kernels, through the NCCL API, on the fake device: a
+// group's sends and receives (and AlltoAll, Gather, Scatter) are one launch of the point-to-point
+// kernel (kernels/device/p2p.h) run by the emulation in stream order; no host-driven step moves
+// data and nothing waits on the host. Every element is checked against an exact reference.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "harness/rank_harness.h"
+#include "nccl.h"
+#include "tests/device/device_test_support.h"
+#include "tests/device/fake_device_runtime.h"
+
+namespace {
+
+using braid::test::DeviceInts;
+using braid::test::expectElements;
+using braid::test::fakeDevice;
+using braid::test::RankContext;
+using braid::test::RunOptions;
+using braid::test::runProcesses;
+using braid::test::runThreads;
+
+constexpr int32_t kPoison = braid::test::kDeviceTestPoison;
+
+int32_t input(int rank, size_t i) {
+  return braid::test::deviceTestInput(rank, i);
+}
+
+class DeviceP2pKernelTest : public ::testing::Test {
+  braid::test::FakeDeviceInstalled installed_;
+};
+
+/// Small FIFOs, so that the sizes here cross many chunks; LL up to 4 KiB.
+RunOptions p2pOptions() {
+  RunOptions o = braid::test::deviceTestOptions();
+  o.env.push_back({"BRAID_DEVICE_CHANNELS", "3"});
+  o.env.push_back({"BRAID_DEVICE_SLOT_BYTES", "4096"});
+  o.env.push_back({"BRAID_DEVICE_LL_BYTES", "1024"});
+  o.env.push_back({"NCCL_P2P_LL_THRESHOLD", "4096"});
+  return o;
+}
+
+void everyPointToPoint(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  ASSERT_NE(comm, nullptr);
+  ASSERT_TRUE(comm->device.channels.ready()) << "the kernels' FIFOs were not set up";
+  auto& fake = fakeDevice();
+  const long p2pLaunches = fake.p2pLaunches(), hostSteps = fake.deviceOps();
+  void* stream = fake.createStream(0);
+  auto s = static_cast<cudaStream_t>(stream);
+  auto sync = [&] { fake.synchronize(stream); };
+  const int n = ctx.nranks(), me = ctx.rank();
+  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1031}, size_t{70001}}) {
+    const std::string at = " count " + std::to_string(count);
+    // A ring: send to the next, receive from the previous, in one group.
+    DeviceInts pSend(count), pRecv(count);
+    for (size_t i = 0; i < count; ++i) pSend.data[i] = input(me, i);
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    ASSERT_EQ(ncclSend(pSend.data, count, ncclInt32, (me + 1) % n, comm, s), ncclSuccess);
+    ASSERT_EQ(ncclRecv(pRecv.data, count, ncclInt32, (me + n - 1) % n, comm, s), ncclSuccess);
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(comm);
+    // All-to-all (its block to self included), gather and scatter.
+    DeviceInts a2aSend(count * n), a2aRecv(count * n);
+    for (size_t i = 0; i < count * n; ++i) a2aSend.data[i] = input(me, i);
+    ASSERT_EQ(ncclAlltoAll(a2aSend.data, a2aRecv.data, count, ncclInt32, comm, s), ncclSuccess)
+        << ncclGetLastError(comm);
+    const int root = n / 2;
+    DeviceInts gSend(count), gRecv(count * n), sSend(count * n), sRecv(count);
+    for (size_t i = 0; i < count; ++i) gSend.data[i] = input(me, i);
+    for (size_t i = 0; i < count * n; ++i) sSend.data[i] = input(me, i);
+    ASSERT_EQ(ncclGather(gSend.data, gRecv.data, count, ncclInt32, root, comm, s), ncclSuccess);
+    ASSERT_EQ(ncclScatter(sSend.data, sRecv.data, count, ncclInt32, root, comm, s), ncclSuccess);
+    sync();
+    std::vector<int32_t> fromPrevious(count), a2a(count * n), gathered(count * n), scattered(count);
+    for (size_t i = 0; i < count; ++i) {
+      fromPrevious[i] = input((me + n - 1) % n, i);
+      scattered[i] = input(root, me * count + i);
+    }
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < count; ++i) {
+        a2a[r * count + i] = input(r, me * count + i);
+        gathered[r * count + i] = input(r, i);
+      }
+    expectElements(ctx, pRecv.data, fromPrevious, "send/recv ring" + at);
+    expectElements(ctx, a2aRecv.data, a2a, "alltoall" + at);
+    if (me == root) expectElements(ctx, gRecv.data, gathered, "gather" + at);
+    if (me != root)
+      expectElements(ctx, gRecv.data, std::vector<int32_t>(count * n, kPoison), "gather" + at);
+    expectElements(ctx, sRecv.data, scattered, "scatter" + at);
+  }
+  // Several messages to one peer in one group arrive in the order posted; a send to self too
+  // (on one rank the peer is itself, and the k-th send to self meets the k-th receive).
+  if (n > 1) {
+    const int next = (me + 1) % n, prev = (me + n - 1) % n;
+    DeviceInts a(5), b(3000), self(9), ra(5), rb(3000), rself(9);
+    for (size_t i = 0; i < 5; ++i) a.data[i] = input(me, i);
+    for (size_t i = 0; i < 3000; ++i) b.data[i] = input(me, 100 + i);
+    for (size_t i = 0; i < 9; ++i) self.data[i] = input(me, 7 + i);
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    ASSERT_EQ(ncclSend(a.data, 5, ncclInt32, next, comm, s), ncclSuccess);
+    ASSERT_EQ(ncclRecv(rself.data, 9, ncclInt32, me, comm, s), ncclSuccess);
+    ASSERT_EQ(ncclSend(b.data, 3000, ncclInt32, next, comm, s), ncclSuccess);
+    ASSERT_EQ(ncclRecv(ra.data, 5, ncclInt32, prev, comm, s), ncclSuccess);
+    ASSERT_EQ(ncclSend(self.data, 9, ncclInt32, me, comm, s), ncclSuccess);
+    ASSERT_EQ(ncclRecv(rb.data, 3000, ncclInt32, prev, comm, s), ncclSuccess);
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(comm);
+    sync();
+    std::vector<int32_t> wa(5), wb(3000), ws(9);
+    for (size_t i = 0; i < 5; ++i) wa[i] = input(prev, i);
+    for (size_t i = 0; i < 3000; ++i) wb[i] = input(prev, 100 + i);
+    for (size_t i = 0; i < 9; ++i) ws[i] = input(me, 7 + i);
+    expectElements(ctx, ra.data, wa, "first message from the previous rank");
+    expectElements(ctx, rb.data, wb, "second message from the previous rank");
+    expectElements(ctx, rself.data, ws, "message to self");
+  }
+  ncclResult_t async = ncclInternalError;
+  EXPECT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSuccess) << ncclGetLastError(comm);
+  EXPECT_EQ(fake.deviceOps(), hostSteps) << "a host-driven step moved data";
+  EXPECT_GT(fake.p2pLaunches(), p2pLaunches);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(DeviceP2pKernelTest, EveryPointToPointThreads) {
+  for (int n : {1, 2, 3, 5})
+    BRAID_EXPECT_ALL_RANKS_OK(runThreads(n, everyPointToPoint, p2pOptions()));
+}
+
+TEST_F(DeviceP2pKernelTest, EveryPointToPointProcesses) {
+  BRAID_EXPECT_ALL_RANKS_OK(runProcesses(3, everyPointToPoint, p2pOptions()));
+}
+
+// A group's sends and receives are one launch, whatever the peers; under capture they are
+// recorded like any kernel (a graph replays them).
+void oneLaunchPerGroup(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  ASSERT_NE(comm, nullptr);
+  auto& fake = fakeDevice();
+  void* stream = fake.createStream(0);
+  auto s = static_cast<cudaStream_t>(stream);
+  const int n = ctx.nranks(), me = ctx.rank();
+  DeviceInts send(64 * n), recv(64 * n);
+  for (size_t i = 0; i < send.count; ++i) send.data[i] = input(me, i);
+  const long before = fake.p2pLaunches(), transfers = fake.launchedTransfers();
+  fake.setCapturing(stream, true);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int p = 0; p < n; ++p) {
+    ASSERT_EQ(ncclSend(send.data + 64 * p, 64, ncclInt32, p, comm, s), ncclSuccess);
+    ASSERT_EQ(ncclRecv(recv.data + 64 * p, 64, ncclInt32, p, comm, s), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(comm);
+  fake.setCapturing(stream, false);
+  fake.synchronize(stream);
+  EXPECT_EQ(fake.p2pLaunches() - before, 1) << "one launch for the group";
+  EXPECT_EQ(fake.launchedTransfers() - transfers, 2 * n);
+  std::vector<int32_t> want(64 * n);
+  for (int p = 0; p < n; ++p)
+    for (size_t i = 0; i < 64; ++i) want[64 * p + i] = input(p, 64 * me + i);
+  expectElements(ctx, recv.data, want, "a group's exchange with every peer");
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(DeviceP2pKernelTest, AGroupIsOneLaunchAndCanBeCaptured) {
+  // One thread rank: the counters are per process and other ranks' launches would count too.
+  BRAID_EXPECT_ALL_RANKS_OK(runProcesses(3, oneLaunchPerGroup, p2pOptions()));
+}
+
+// A receive whose size differs from its send: the communicator reports it (ncclInvalidUsage,
+// naming the mismatch) instead of hanging or writing a wrong answer.
+void sizeMismatch(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  ASSERT_NE(comm, nullptr);
+  auto& fake = fakeDevice();
+  void* stream = fake.createStream(0);
+  auto s = static_cast<cudaStream_t>(stream);
+  DeviceInts buf(100);
+  if (ctx.rank() == 0) {
+    ASSERT_EQ(ncclSend(buf.data, 100, ncclInt32, 1, comm, s), ncclSuccess);
+  } else {
+    ASSERT_EQ(ncclRecv(buf.data, 50, ncclInt32, 0, comm, s), ncclSuccess);
+  }
+  fake.synchronize(stream);
+  if (ctx.rank() == 1) {
+    expectElements(ctx, buf.data, std::vector<int32_t>(100, kPoison), "the mismatched receive");
+    ncclResult_t async = ncclSuccess;
+    EXPECT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+    EXPECT_EQ(async, ncclInvalidUsage);
+    const std::string e = ncclGetLastError(comm);
+    EXPECT_NE(e.find("another size"), std::string::npos) << e;
+  }
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(DeviceP2pKernelTest, ASizeMismatchIsAnErrorNotAHang) {
+  BRAID_EXPECT_ALL_RANKS_OK(runProcesses(2, sizeMismatch, p2pOptions()));
+}
+
+// More transfers than one kernel takes: the host-driven steps, still exact.
+void hugeGroup(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  ASSERT_NE(comm, nullptr);
+  auto& fake = fakeDevice();
+  void* stream = fake.createStream(0);
+  auto s = static_cast<cudaStream_t>(stream);
+  const int n = ctx.nranks(), me = ctx.rank();
+  constexpr int kMessages = 600;  // 1200 transfers per rank
+  DeviceInts send(kMessages), recv(kMessages);
+  for (int i = 0; i < kMessages; ++i) send.data[i] = input(me, i);
+  const long before = fake.p2pLaunches();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int i = 0; i < kMessages; ++i) {
+    ASSERT_EQ(ncclSend(send.data + i, 1, ncclInt32, (me + 1) % n, comm, s), ncclSuccess);
+    ASSERT_EQ(ncclRecv(recv.data + i, 1, ncclInt32, (me + n - 1) % n, comm, s), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(comm);
+  fake.synchronize(stream);
+  EXPECT_EQ(fake.p2pLaunches(), before) << "a group over the kernel's limit was launched";
+  std::vector<int32_t> want(kMessages);
+  for (int i = 0; i < kMessages; ++i) want[i] = input((me + n - 1) % n, i);
+  expectElements(ctx, recv.data, want, "1200 transfers in one group");
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(DeviceP2pKernelTest, AGroupOverTheKernelsLimitRunsOnHostSteps) {
+  BRAID_EXPECT_ALL_RANKS_OK(runProcesses(2, hugeGroup, p2pOptions()));
+}
+
+}  // namespace
