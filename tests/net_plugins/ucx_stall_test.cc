@@ -56,8 +56,12 @@ TEST(UcxStall, CompletedSendsArriveAfterTheSenderStopsCallingThePlugin) {
   ncclNetDeviceHandle_v8_t* unused = nullptr;
   for (auto until = Clock::now() + std::chrono::seconds(20);
        (!sendComm || !recvComm) && Clock::now() < until;) {
-    if (!sendComm) ASSERT_EQ(net->connect(0, handle, &sendComm, &unused), ncclSuccess);
-    if (!recvComm) ASSERT_EQ(net->accept(listenComm, &recvComm, &unused), ncclSuccess);
+    if (!sendComm) {
+      ASSERT_EQ(net->connect(0, handle, &sendComm, &unused), ncclSuccess);
+    }
+    if (!recvComm) {
+      ASSERT_EQ(net->accept(listenComm, &recvComm, &unused), ncclSuccess);
+    }
   }
   ASSERT_TRUE(sendComm && recvComm) << "the plugin did not connect in 20 s";
 
@@ -74,8 +78,12 @@ TEST(UcxStall, CompletedSendsArriveAfterTheSenderStopsCallingThePlugin) {
     int sendDone = 0, recvDone = 0;
     for (auto until = Clock::now() + std::chrono::seconds(10);
          (!sendDone || !recvDone) && Clock::now() < until;) {
-      if (!sendDone) ASSERT_EQ(net->test(send, &sendDone, nullptr), ncclSuccess);
-      if (!recvDone) ASSERT_EQ(net->test(recv, &recvDone, nullptr), ncclSuccess);
+      if (!sendDone) {
+        ASSERT_EQ(net->test(send, &sendDone, nullptr), ncclSuccess);
+      }
+      if (!recvDone) {
+        ASSERT_EQ(net->test(recv, &recvDone, nullptr), ncclSuccess);
+      }
     }
     ASSERT_TRUE(sendDone && recvDone) << "the first message did not cross in 10 s";
     ASSERT_EQ(in, 42);
