@@ -228,4 +228,29 @@ TEST_F(DeviceP2pKernelTest, AGroupOverTheKernelsLimitRunsOnHostSteps) {
   BRAID_EXPECT_ALL_RANKS_OK(runProcesses(2, hugeGroup, p2pOptions()));
 }
 
+// Without kernels (BRAID_DEVICE_KERNELS=0, or FIFOs that could not be set up) point-to-point runs
+// as host-driven steps, which a graph cannot replay: refused under capture, saying why.
+void refusedUnderCaptureWithoutKernels(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  ASSERT_NE(comm, nullptr);
+  ASSERT_FALSE(comm->device.channels.ready());
+  auto& fake = fakeDevice();
+  void* stream = fake.createStream(0);
+  DeviceInts buf(8);
+  fake.setCapturing(stream, true);
+  EXPECT_EQ(ncclSend(buf.data, 4, ncclInt32, 0, comm, static_cast<cudaStream_t>(stream)),
+            ncclInvalidUsage);
+  const std::string e = ncclGetLastError(comm);
+  EXPECT_NE(e.find("capturing a CUDA graph"), std::string::npos) << e;
+  EXPECT_NE(e.find("no kernel runs"), std::string::npos) << e;
+  fake.setCapturing(stream, false);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(DeviceP2pKernelTest, HostDrivenStepsAreRefusedUnderCapture) {
+  RunOptions o = p2pOptions();
+  o.env.push_back({"BRAID_DEVICE_KERNELS", "0"});
+  BRAID_EXPECT_ALL_RANKS_OK(runThreads(1, refusedUnderCaptureWithoutKernels, o));
+}
+
 }  // namespace
