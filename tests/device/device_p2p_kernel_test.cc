@@ -163,8 +163,8 @@ void oneLaunchPerGroup(RankContext& ctx) {
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
-TEST_F(DeviceP2pKernelTest, AGroupIsOneLaunchAndCanBeCaptured) {
-  // One thread rank: the counters are per process and other ranks' launches would count too.
+TEST_F(DeviceP2pKernelTest, AGroupIsOneLaunchAndCanBeCapturedProcesses) {
+  // Processes: the fake's counters are per process (thread ranks' launches would all count).
   BRAID_EXPECT_ALL_RANKS_OK(runProcesses(3, oneLaunchPerGroup, p2pOptions()));
 }
 
@@ -195,7 +195,7 @@ void sizeMismatch(RankContext& ctx) {
 }
 
 TEST_F(DeviceP2pKernelTest, ASizeMismatchIsAnErrorNotAHang) {
-  BRAID_EXPECT_ALL_RANKS_OK(runProcesses(2, sizeMismatch, p2pOptions()));
+  BRAID_EXPECT_ALL_RANKS_OK(runThreads(2, sizeMismatch, p2pOptions()));
 }
 
 // More transfers than one kernel takes: the host-driven steps, still exact.
@@ -225,7 +225,7 @@ void hugeGroup(RankContext& ctx) {
 }
 
 TEST_F(DeviceP2pKernelTest, AGroupOverTheKernelsLimitRunsOnHostSteps) {
-  BRAID_EXPECT_ALL_RANKS_OK(runProcesses(2, hugeGroup, p2pOptions()));
+  BRAID_EXPECT_ALL_RANKS_OK(runThreads(2, hugeGroup, p2pOptions()));
 }
 
 // Without kernels (BRAID_DEVICE_KERNELS=0, or FIFOs that could not be set up) point-to-point runs
