@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -37,18 +38,10 @@ int32_t input(int rank, size_t i) {
   return braid::test::deviceTestInput(rank, i);
 }
 
-class DeviceKernelTest : public ::testing::Test {
-  braid::test::FakeDeviceInstalled installed_;
-};
+using DeviceKernelTest = braid::test::FakeDeviceTest;
 
-/// Small FIFOs and three channels, so that every size below crosses many slots and channels.
 RunOptions kernelOptions(std::vector<std::pair<std::string, std::string>> extra = {}) {
-  RunOptions o = braid::test::deviceTestOptions();
-  o.env.push_back({"BRAID_DEVICE_CHANNELS", "3"});
-  o.env.push_back({"BRAID_DEVICE_SLOT_BYTES", "4096"});
-  o.env.push_back({"BRAID_DEVICE_LL_BYTES", "1024"});
-  for (auto& e : extra) o.env.push_back(e);
-  return o;
+  return braid::test::kernelTestOptions(std::move(extra));
 }
 
 int32_t wrapMul(int32_t a, int32_t b) {

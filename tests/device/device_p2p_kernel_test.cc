@@ -29,18 +29,11 @@ int32_t input(int rank, size_t i) {
   return braid::test::deviceTestInput(rank, i);
 }
 
-class DeviceP2pKernelTest : public ::testing::Test {
-  braid::test::FakeDeviceInstalled installed_;
-};
+using DeviceP2pKernelTest = braid::test::FakeDeviceTest;
 
 /// Small FIFOs, so that the sizes here cross many chunks; LL up to 4 KiB.
 RunOptions p2pOptions() {
-  RunOptions o = braid::test::deviceTestOptions();
-  o.env.push_back({"BRAID_DEVICE_CHANNELS", "3"});
-  o.env.push_back({"BRAID_DEVICE_SLOT_BYTES", "4096"});
-  o.env.push_back({"BRAID_DEVICE_LL_BYTES", "1024"});
-  o.env.push_back({"NCCL_P2P_LL_THRESHOLD", "4096"});
-  return o;
+  return braid::test::kernelTestOptions({{"NCCL_P2P_LL_THRESHOLD", "4096"}});
 }
 
 void everyPointToPoint(RankContext& ctx) {

@@ -4,9 +4,12 @@
 // and an element-by-element check.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <cstddef>
+
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/rank_harness.h"
@@ -31,6 +34,22 @@ inline RunOptions stagedDeviceTestOptions() {
   o.env.push_back({"NCCL_P2P_DISABLE", "1"});
   return o;
 }
+
+/// The collective and point-to-point kernels on small FIFOs (3 channels, 4 KiB Simple slots,
+/// 1 KiB LL slots), so that every size of the tests crosses many slots and channels.
+inline RunOptions kernelTestOptions(std::vector<std::pair<std::string, std::string>> extra = {}) {
+  RunOptions o = deviceTestOptions();
+  o.env.push_back({"BRAID_DEVICE_CHANNELS", "3"});
+  o.env.push_back({"BRAID_DEVICE_SLOT_BYTES", "4096"});
+  o.env.push_back({"BRAID_DEVICE_LL_BYTES", "1024"});
+  for (auto& e : extra) o.env.push_back(std::move(e));
+  return o;
+}
+
+/// A test with the fake device installed for its lifetime.
+class FakeDeviceTest : public ::testing::Test {
+  FakeDeviceInstalled installed_;
+};
 
 constexpr int32_t kDeviceTestPoison = -123456789;
 
