@@ -13,27 +13,17 @@
 #include "tests/device/device_test_support.h"
 #include "tests/device/fake_device_runtime.h"
 
+namespace braid::test {
 namespace {
 
-using braid::test::DeviceInts;
-using braid::test::expectElements;
-using braid::test::fakeDevice;
-using braid::test::RankContext;
-using braid::test::RunOptions;
-using braid::test::runProcesses;
-using braid::test::runThreads;
+constexpr int32_t kPoison = kDeviceTestPoison;
+constexpr auto input = deviceTestInput;
 
-constexpr int32_t kPoison = braid::test::kDeviceTestPoison;
-
-int32_t input(int rank, size_t i) {
-  return braid::test::deviceTestInput(rank, i);
-}
-
-using DeviceP2pKernelTest = braid::test::FakeDeviceTest;
+using DeviceP2pKernelTest = FakeDeviceTest;
 
 /// Small FIFOs, so that the sizes here cross many chunks; LL up to 4 KiB.
 RunOptions p2pOptions() {
-  return braid::test::kernelTestOptions({{"NCCL_P2P_LL_THRESHOLD", "4096"}});
+  return kernelTestOptions({{"NCCL_P2P_LL_THRESHOLD", "4096"}});
 }
 
 void everyPointToPoint(RankContext& ctx) {
@@ -247,3 +237,4 @@ TEST_F(DeviceP2pKernelTest, HostDrivenStepsAreRefusedUnderCapture) {
 }
 
 }  // namespace
+}  // namespace braid::test
