@@ -1,6 +1,7 @@
 // Collective kernels from the API (device_launch.h).
 #include "exec/device_launch.h"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -154,7 +155,11 @@ ncclResult_t p2pArgs(ncclComm* comm, const std::vector<Transfer>& transfers,
   }
   l->comm = channels.comm(channels.channels());
   l->comm.timeoutNs = static_cast<uint64_t>(comm->config.timeoutS * 1e9);
-  l->channelsPerPeer = shape.p2pChannelsPerPeer;
+  // Blocks grow as peers x channels per peer, and the blocks of every rank sharing a GPU must
+  // fit on it at once (a resident block may wait for one that is not): past 8 ranks, one
+  // channel per peer. From the communicator's size, so every rank chooses alike.
+  l->channelsPerPeer =
+      comm->nranks() > 8 ? 1 : std::min(shape.p2pChannelsPerPeer, channels.channels());
   kernels::device::arrangeP2p(posted, l);
   return ncclSuccess;
 }
