@@ -152,8 +152,8 @@ struct BlockJob {
 };
 
 /// Runs every job on a thread of its own; past `deadline` raises `abort`. "" when every job
-/// ended normally, else what went wrong, job by job.
-std::string runJobs(const std::vector<BlockJob>& jobs, int* abort,
+/// ended normally, else what went wrong, job by job (each named "rank r <unit> b").
+std::string runJobs(const std::vector<BlockJob>& jobs, const char* unit, int* abort,
                     std::chrono::milliseconds deadline) {
   std::atomic_ref<int>(*abort).store(0, std::memory_order_relaxed);
   std::vector<int> status(jobs.size(), kChannelOk);
@@ -184,7 +184,7 @@ std::string runJobs(const std::vector<BlockJob>& jobs, int* abort,
                        : status[i] == kChannelSizeMismatch ? " met a send of another size"
                                                            : " could not run these arguments";
     error += (error.empty() ? "" : "; ") + std::string("rank ") + std::to_string(jobs[i].rank) +
-             " channel " + std::to_string(jobs[i].block) + what;
+             " " + unit + " " + std::to_string(jobs[i].block) + what;
   }
   return error;
 }
@@ -206,7 +206,7 @@ std::string EmulatedWorld::launch(const std::vector<CollectiveArgs>& args,
   for (int r = 0; r < nranks_; ++r)
     for (int c = 0; c < args[r].comm.channels; ++c)
       jobs.push_back({r, c, [&args, r, c] { return runChannelHere(args[r], c); }});
-  return runJobs(jobs, &memory_->abort, deadline);
+  return runJobs(jobs, "channel", &memory_->abort, deadline);
 }
 
 std::string EmulatedWorld::launchP2p(const std::vector<P2pLaunchArgs>& launches,
@@ -224,7 +224,7 @@ std::string EmulatedWorld::launchP2p(const std::vector<P2pLaunchArgs>& launches,
                         BlockShared shared{};
                         return runP2pBlock(launches[r], b, Block{}, &shared);
                       }});
-  return runJobs(jobs, &memory_->abort, deadline);
+  return runJobs(jobs, "block", &memory_->abort, deadline);
 }
 
 }  // namespace braid::kernels::device
