@@ -31,6 +31,9 @@ struct Shape {
   double c3 = 0;
   bool ownTraffic = false;
   Traffic moved{}, reduced{};
+  /// A pipelined chain (the ring broadcast and reduce): each hop's latency is paid once, so
+  /// across hosts only the hops that cross the network cost the network's latency.
+  bool chain = false;
 };
 // Every peer's whole message, each rank reduces all of them (one-shot); twice the message up
 // and down a tree, reduced once on the way up.
@@ -85,9 +88,9 @@ constexpr Shape kTcpShapes[] = {
 // move its blocks twice through scratch, and its reduce-scatter measured behind the ring even
 // at 4 KiB.
 constexpr Shape kOtherShapes[] = {
-    {C::kBroadcast, "Ring", 0, 1, 0, 1, 1.0},
+    {C::kBroadcast, "Ring", 0, 1, 0, 1, 1.0, 0, 0, false, {}, {}, true},
     {C::kBroadcast, "Tree", 0, 0, 0, 1, 1.0, 0, 1, true, kTwiceMessage, {}},
-    {C::kReduce, "Ring", 0, 1, 0, 1, 1.0},
+    {C::kReduce, "Ring", 0, 1, 0, 1, 1.0, 0, 0, false, {}, {}, true},
     {C::kAllGather, "Ring", 0, 1, 0, 1, 1.0},
     {C::kAllGather, "Bruck", 0, 0, 1, 1, 2.0},
     {C::kReduceScatter, "Ring", 0, 1, 0, 1, 1.0},
@@ -254,11 +257,10 @@ double estimateCollectiveUs(const CommCostModel& model, int n, const CollArgs& a
   const double doublings = is("RecursiveDoubling") ? depth + ((n & (n - 1)) ? 2 : 0) : lg;
   double steps =
       shape.stepFactor * (shape.c0 + shape.c1 * (n - 1) + shape.c2 * doublings + shape.c3 * depth);
-  // A chain (the ring broadcast and reduce, pipelined) pays each hop's latency once: across
-  // hosts, in host order, H-1 of its n-1 hops cross the network and the rest stay within a host
-  // (a ring reduce-scatter or allgather waits on its slowest hop at every step instead).
-  const bool chain = args.coll == CollType::kBroadcast || args.coll == CollType::kReduce;
-  if (chain && is("Ring") && model.hosts > 1 && model.cost.alphaUs > 0)
+  // A chain pays each hop's latency once: across hosts, in host order, H-1 of its n-1 hops cross
+  // the network and the rest stay within a host (a ring reduce-scatter or allgather waits on its
+  // slowest hop at every step instead).
+  if (shape.chain && model.hosts > 1 && model.cost.alphaUs > 0)
     steps = shape.stepFactor *
             ((model.hosts - 1) + (n - model.hosts) * model.withinHost.alphaUs / model.cost.alphaUs);
   const CollectiveInfo& info = collectiveInfo(args.coll);
