@@ -192,6 +192,9 @@ RunReport runHierarchical(int hosts, int ranks, Placement placement, const char*
   options.timeoutS = 120;
   options.env = {{"BRAID_TIMEOUT_S", "30"}};
   if (algo) options.env.push_back({"NCCL_ALGO", algo});
+  // The tuner's own choice is judged on the built-in costs: constants measured at init (and
+  // cached per machine) on a loaded machine can rank shared memory no faster than TCP.
+  if (!algo) options.env.push_back({"BRAID_TUNER_CALIBRATE", "0"});
   return runInNamespaces(ranks, allReduceOnHosts, options);
 }
 
