@@ -98,7 +98,11 @@ void simulateThenRun(RankContext& ctx) {
 braid::test::RunOptions options(const char* transports) {
   braid::test::RunOptions o;
   o.timeoutS = 120;
-  o.env = {{"BRAID_TRANSPORTS", transports}, {"NCCL_SOCKET_IFNAME", "lo"}};
+  // The built-in costs: constants measured at init (and cached per machine) on a loaded machine
+  // can rank threads no faster than TCP, which this test compares.
+  o.env = {{"BRAID_TRANSPORTS", transports},
+           {"NCCL_SOCKET_IFNAME", "lo"},
+           {"BRAID_TUNER_CALIBRATE", "0"}};
   return o;
 }
 
