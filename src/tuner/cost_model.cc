@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "patterns/tree.h"
 #include "util/log.h"
 
 namespace braid {
@@ -126,6 +127,56 @@ Shape shapeOf(const CommCostModel& model, CollType coll, const char* algorithm, 
   return s ? *s : Shape{coll, algorithm, 0, 1, 0, 1, 1.0};  // unknown: ring-like
 }
 
+// The most tree edges that cross one host's link: a host's edges to its parent and child hosts
+// in both trees of the double binary tree over `hosts` (2 at 2 hosts; 4 from 4 hosts on, where
+// a host is inner in one tree and a leaf in the other).
+int edgesAtBusiestHost(int hosts) {
+  int most = 0;
+  for (int h = 0; h < hosts; h++) {
+    int edges = 0;
+    for (int which = 0; which < 2; which++) {
+      const patterns::TreeNode t = patterns::doubleBinaryTree(h, hosts, which);
+      edges += (t.parent >= 0) + t.nchildren();
+    }
+    most = std::max(most, edges);
+  }
+  return most;
+}
+
+// The allreduce's double binary tree across hosts (NCCL's: a tree over the hosts, a chain
+// through each host's ranks; Team::treeNode). Each tree moves half the message up and back down
+// every edge, so a host's link carries half the message per edge it has in both trees, each way
+// (the message at 2 hosts, twice it from 4); those bytes are priced as the hierarchical
+// allreduce's ring between hosts prices its bytes on the same links. A pass crosses log2(H)
+// host levels, each one network hop and at most one hop along a chain to where the child host
+// hangs, then the last host's chain; the chains pass the message on within hosts, in parallel
+// with the links (pipelined in slots: the slowest of the two paces it).
+double treeAcrossHostsUs(const CommCostModel& model, int n, const CollArgs& args) {
+  const int h = model.hosts;
+  const int l = model.ranksPerHost > 0 ? model.ranksPerHost : (n + h - 1) / h;
+  const double S = static_cast<double>(args.count) * args.elemSize;
+  const double slow = std::max(1.0, model.oversubscribe);
+  const double netBeta = slow * 1e-3 / model.cost.gbps;
+  const double withinBeta = slow * 1e-3 / model.withinHost.gbps;
+  const double gamma = slow * 1e-3 / model.cost.reduceGbps;
+  const double levels = ceilLog2(h);
+  const Shape tree = shapeOf(model, CollType::kAllReduce, "Tree", n);
+  const Shape ring = shapeOf(model, CollType::kAllReduce, "Ring", h);
+  const double linkFactor = ring.bytesFactor + ring.bytesFactorPerPeer * std::min(h - 1, 3);
+  const double chainSteps = l > 1 ? levels + l - 1 : 0;
+  const double steps = 2 * (tree.stepFactor * levels * slow * model.cost.alphaUs +
+                            chainSteps * slow * model.withinHost.alphaUs);
+  // The pipeline fills one slot per network level before the links all carry data.
+  const double fill = levels * std::min(S / 2, model.slotBytes) * netBeta * linkFactor;
+  const double link = linkFactor * edgesAtBusiestHost(h) * (S / 2) * netBeta;
+  // Each rank sends and receives its halves up and down both trees (twice the message), at most
+  // one network peer per tree: the tree's own data path, fitted on TCP (kTcpShapes), with one
+  // peer's share.
+  const double path = (tree.bytesFactor + tree.bytesFactorPerPeer) * 2 * S * netBeta;
+  const double chain = (l > 1 ? S : 0) * withinBeta;
+  return steps + fill + std::max({link, path, chain}) + S * gamma;
+}
+
 // The hierarchical schedules (hierarchy.h): rings within each host over that host's transport,
 // and rings between the hosts whose l streams (one per local rank) share each host's link, so
 // the link's share is priced as one ring over the H hosts of l times the per-rank data (the
@@ -142,9 +193,14 @@ double hierarchicalUs(const CommCostModel& model, const CollArgs& args, const ch
   across.hosts = 1;
   CollArgs wide = args;
   switch (args.coll) {
-    case CollType::kAllReduce:  // reduce-scatter, allreduce of a slice between hosts, allgather
-      return 2 * (l - 1) * alpha + 2 * part * S * beta + part * S * gamma +
-             estimateCollectiveUs(across, h, args, between);
+    case CollType::kAllReduce: {  // reduce-scatter, allreduce of a slice between hosts, allgather
+      CommCostModel counterparts = model;  // between hosts: one rank on each
+      counterparts.ranksPerHost = 1;
+      const double betweenUs = strcasecmp(between, "Tree") == 0
+                                   ? treeAcrossHostsUs(counterparts, h, args)
+                                   : estimateCollectiveUs(across, h, args, between);
+      return 2 * (l - 1) * alpha + 2 * part * S * beta + part * S * gamma + betweenUs;
+    }
     case CollType::kAllGather:  // between hosts, then H blocks a step within the host
       wide.count *= l;
       return estimateCollectiveUs(across, h, wide, "Ring") + (l - 1) * h * (alpha + S * beta);
@@ -249,6 +305,8 @@ double estimateCollectiveUs(const CommCostModel& model, int n, const CollArgs& a
     if (model.hosts < 2 || model.ranksPerHost < 2) return 1e300;  // (never supported there)
     return hierarchicalUs(model, args, is("HierarchicalTree") ? "Tree" : "Ring");
   }
+  if (is("Tree") && args.coll == CollType::kAllReduce && model.hosts > 1)
+    return treeAcrossHostsUs(model, n, args);
   const Shape shape = shapeOf(model, args.coll, algorithm, n);
   // A binary tree of n ranks is floor(log2 n) deep: the broadcast tree's depth.
   const double depth = std::floor(std::log2(n));
