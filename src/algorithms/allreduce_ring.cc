@@ -54,6 +54,86 @@ class RingLanding : public LandingPlan {
   size_t es_;
 };
 
+// One ring allreduce, one primitive at a time: the schedule as a sequence of steps, so that two
+// rings can run side by side from one thread (each step of one, then of the other). Each loop
+// over `n` chunks is 2n-1 steps: a send, n-2 receive-reduce-sends, the receive-reduce that
+// finishes this rank's chunk, n-2 receive-copy-sends and the last receive.
+class RingAllReduceSteps {
+ public:
+  RingAllReduceSteps(Context& ctx, const CollArgs& args, const patterns::Ring& ring, int n,
+                     int prev, int next, const char* in, char* out, size_t count)
+      : prims_(ctx, args, std::span<const int>(&prev, 1), std::span<const int>(&next, 1)),
+        layout_{count, prims_.maxElems(), std::max<size_t>(1, 64 / args.elemSize), n},
+        ring_(ring),
+        landing_(layout_, ring, out, args.elemSize),
+        in_(in),
+        out_(out),
+        es_(args.elemSize) {
+    // Final values are never written again, and out of place neither is the input: both can be
+    // sent from where they are, and final chunks can land in the output. In place, the output
+    // chunks the allgather receives are the input chunks the reduce-scatter sent or read; the
+    // ring's data dependencies order the two, but only through the network, where no
+    // happens-before edge is visible to the threads (or ThreadSanitizer), so in place the
+    // input goes through the slots and nothing lands.
+    const auto first = reinterpret_cast<uintptr_t>(in), last = reinterpret_cast<uintptr_t>(out);
+    const bool inPlace = first < last + count * es_ && last < first + count * es_;
+    prims_.lendBuffers(/*input=*/!inPlace);
+    // (Primitives keeps a pointer to the plan but never reads it once finish() returns.)
+    if (!inPlace) prims_.landReceives(landing_);
+  }
+  RingAllReduceSteps(const RingAllReduceSteps&) = delete;
+  RingAllReduceSteps& operator=(const RingAllReduceSteps&) = delete;
+
+  bool done() const { return base_ >= layout_.count; }
+
+  /// Runs the next step (done() must be false).
+  ncclResult_t step() {
+    const int n = layout_.n, last = 2 * n - 2, i = op_;
+    // The chunk this step works on, counted in ring steps from this rank's own.
+    const int ringStep = i == 0       ? 1
+                         : i < n - 1  ? i + 1
+                         : i == n - 1 ? 0
+                         : i < last   ? i - n + 1
+                                      : n - 1;
+    size_t off, len;
+    layout_.range(base_, layout_.chunkFor(base_), ring_.chunkAt(ringStep), &off, &len);
+    const size_t at = off * es_;
+    ncclResult_t result;
+    if (i == 0)
+      result = prims_.send(in_ + at, len);
+    else if (i < n - 1)
+      result = prims_.recvReduceSend(in_ + at, len);
+    else if (i == n - 1)
+      result = prims_.recvReduceCopySend(in_ + at, out_ + at, len);
+    else if (i < last)
+      result = prims_.recvCopySend(out_ + at, len);
+    else
+      result = prims_.recv(out_ + at, len);
+    if (++op_ > last) {
+      op_ = 0;
+      base_ += static_cast<size_t>(n) * layout_.chunkMax;
+    }
+    return result;
+  }
+
+  ncclResult_t finish() { return prims_.finish(); }
+
+ private:
+  Primitives prims_;
+  RingLayout layout_;
+  patterns::Ring ring_;
+  RingLanding landing_;
+  const char* in_;
+  char* out_;
+  size_t es_;
+  size_t base_ = 0;  ///< the first element of the current loop
+  int op_ = 0;       ///< the next step within it
+};
+
+// Messages of at least this many slots per rank run on both rings across hosts: below, each
+// ring's steps would carry less than a slot and the second ring would add steps, not bandwidth.
+constexpr size_t kTwoRingSlotsPerRank = 1;
+
 class RingAllReduce : public Algorithm {
  public:
   const char* name() const override { return "Ring"; }
@@ -64,9 +144,28 @@ class RingAllReduce : public Algorithm {
 
   ncclResult_t run(const CollArgs& args, Context& ctx) const override {
     const patterns::Ring ring = ctx.team.ring();
-    return ringAllReduceSchedule(ctx, args, ring, ctx.nranks(), ring.prev(), ring.next(),
-                                 static_cast<const char*>(args.sendbuff),
-                                 static_cast<char*>(args.recvbuff), args.count);
+    const int n = ctx.nranks();
+    const auto* in = static_cast<const char*>(args.sendbuff);
+    auto* out = static_cast<char*>(args.recvbuff);
+    const size_t bytes = args.count * args.elemSize;
+    if (ctx.team.secondRingOrder.empty() ||
+        bytes < kTwoRingSlotsPerRank * static_cast<size_t>(n) * ctx.config.slotBytes)
+      return ringAllReduceSchedule(ctx, args, ring, n, ring.prev(), ring.next(), in, out,
+                                   args.count);
+    // Half the message on each ring (the first half a multiple of 64 elements), one step of
+    // each in turn: every step waits only on earlier steps of its own ring (the rings share no
+    // connection), so neither ring can wait on the other.
+    const size_t half = args.count / 2 / 64 * 64, es = args.elemSize;
+    const patterns::Ring second = ctx.team.secondRing();
+    RingAllReduceSteps a(ctx, args, ring, n, ring.prev(), ring.next(), in, out, half);
+    RingAllReduceSteps b(ctx, args, second, n, second.prev(), second.next(), in + half * es,
+                         out + half * es, args.count - half);
+    while (!a.done() || !b.done()) {
+      if (!a.done()) BRAID_TRY(a.step());
+      if (!b.done()) BRAID_TRY(b.step());
+    }
+    BRAID_TRY(a.finish());
+    return b.finish();
   }
 };
 
@@ -75,42 +174,9 @@ class RingAllReduce : public Algorithm {
 ncclResult_t ringAllReduceSchedule(Context& ctx, const CollArgs& args, const patterns::Ring& ring,
                                    int n, int prev, int next, const char* in, char* out,
                                    size_t count) {
-  Primitives prims(ctx, args, std::span<const int>(&prev, 1), std::span<const int>(&next, 1));
-  const RingLayout layout{count, prims.maxElems(), std::max<size_t>(1, 64 / args.elemSize), n};
-  const size_t es = args.elemSize;
-  // Final values are never written again, and out of place neither is the input: both can be
-  // sent from where they are, and final chunks can land in the output. In place, the output
-  // chunks the allgather receives are the input chunks the reduce-scatter sent or read; the
-  // ring's data dependencies order the two, but only through the network, where no
-  // happens-before edge is visible to the threads (or ThreadSanitizer), so in place the
-  // input goes through the slots and nothing lands.
-  const auto first = reinterpret_cast<uintptr_t>(in), last = reinterpret_cast<uintptr_t>(out);
-  const bool inPlace = first < last + count * es && last < first + count * es;
-  prims.lendBuffers(/*input=*/!inPlace);
-  // (Primitives keeps a pointer to the plan but never reads it once this returns.)
-  const RingLanding landing(layout, ring, out, es);
-  if (!inPlace) prims.landReceives(landing);
-
-  for (size_t base = 0; base < count; base += static_cast<size_t>(n) * layout.chunkMax) {
-    const size_t chunk = layout.chunkFor(base);
-    size_t off, len;
-    auto range = [&](int step) { layout.range(base, chunk, ring.chunkAt(step), &off, &len); };
-    range(1);
-    BRAID_TRY(prims.send(in + off * es, len));
-    for (int step = 2; step < n; step++) {
-      range(step);
-      BRAID_TRY(prims.recvReduceSend(in + off * es, len));
-    }
-    range(0);
-    BRAID_TRY(prims.recvReduceCopySend(in + off * es, out + off * es, len));
-    for (int step = 1; step < n - 1; step++) {
-      range(step);
-      BRAID_TRY(prims.recvCopySend(out + off * es, len));
-    }
-    range(n - 1);
-    BRAID_TRY(prims.recv(out + off * es, len));
-  }
-  return prims.finish();
+  RingAllReduceSteps steps(ctx, args, ring, n, prev, next, in, out, count);
+  while (!steps.done()) BRAID_TRY(steps.step());
+  return steps.finish();
 }
 
 const Algorithm* ringAllReduce() {

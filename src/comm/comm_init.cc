@@ -152,7 +152,7 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   // Cores as all of rank 0's host's ranks see them together: one pinned rank sees one core.
   tuner.cores = hostCores(team.peers, 0);
   team.policy.spinIters = chooseSpin(comm->config, team.peers, rank);
-  team.mapHosts(comm->config.ringByHost);
+  team.mapHosts(comm->config.ringByHost, comm->config.rings);
   using Connect = CommConfig::Connect;
   const Connect mode = comm->config.connect;
   const bool beyondAllPairs = nranks > comm->config.connectAllMaxRanks;

@@ -48,6 +48,11 @@ ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
     return fail(ncclInvalidArgument, "BRAID_RING_ORDER=%s: must be host or rank",
                 ringOrder.c_str());
   c.ringByHost = ringOrder == "host";
+  const int64_t rings = envInt("BRAID_RINGS", 2);
+  if (rings < 1 || rings > 2)
+    return fail(ncclInvalidArgument, "BRAID_RINGS=%lld: must be 1 or 2",
+                static_cast<long long>(rings));
+  c.rings = static_cast<int>(rings);
   std::string list = envString("BRAID_TRANSPORTS", "");
   std::stringstream ss(list);
   for (std::string t; std::getline(ss, t, ',');)

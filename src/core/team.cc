@@ -17,7 +17,7 @@ void PullEveryReceive::progress() {
       if (SlotPuller* puller = c->fifo().puller()) puller->pull();
 }
 
-void Team::mapHosts(bool ringByHost) {
+void Team::mapHosts(bool ringByHost, int rings) {
   std::vector<uint64_t> hostOf(peers.size());
   for (size_t r = 0; r < peers.size(); r++) hostOf[r] = peers[r].hostHash;
   // Hosts numbered in the order of their lowest rank.
@@ -47,6 +47,14 @@ void Team::mapHosts(bool ringByHost) {
 
   ringOrder = ringByHost ? patterns::hostContiguousOrder(hostOf) : std::vector<int>{};
   ringPosition = positionOf(rank);
+  secondRingOrder =
+      ringByHost && rings > 1 ? patterns::reversedWithinHosts(hosts.ranksOf) : std::vector<int>{};
+}
+
+patterns::Ring Team::secondRing() const {
+  const int position = static_cast<int>(
+      std::find(secondRingOrder.begin(), secondRingOrder.end(), rank) - secondRingOrder.begin());
+  return patterns::Ring::atPosition(position, secondRingOrder, nranks);
 }
 
 int Team::positionOf(int r) const {
@@ -67,6 +75,12 @@ std::vector<int> Team::neighboursOf(int r) const {
   // The ring's neighbours and both trees'.
   const patterns::Ring ring = patterns::Ring::atPosition(positionOf(r), ringOrder, nranks);
   out = {ring.prev(), ring.next()};
+  if (!secondRingOrder.empty()) {  // and the second ring's
+    const int at = static_cast<int>(std::find(secondRingOrder.begin(), secondRingOrder.end(), r) -
+                                    secondRingOrder.begin());
+    const patterns::Ring second = patterns::Ring::atPosition(at, secondRingOrder, nranks);
+    out.insert(out.end(), {second.prev(), second.next()});
+  }
   for (int t = 0; t < 2; t++) {
     const patterns::TreeNode node = treeNode(r, t);
     for (int q : {node.parent, node.children[0], node.children[1]})

@@ -53,6 +53,11 @@ class Team {
   /// host by host, or BRAID_RING_ORDER=rank). The same on every rank.
   std::vector<int> ringOrder;
   int ringPosition = -1;  ///< this rank's position in ringOrder (its rank when that is empty)
+  /// The second ring across hosts (patterns::reversedWithinHosts of the first ring's hosts): the
+  /// ring allreduce runs both side by side on large messages, so two ranks of every host send
+  /// to other hosts. Empty where there is none (one host, a host of one rank, rings in rank
+  /// order, or BRAID_RINGS=1).
+  std::vector<int> secondRingOrder;
   /// Rank r's position in ringOrder.
   int positionOf(int r) const;
   /// How the ranks sit on hosts (hosts in the order of their lowest rank), for the schedules
@@ -89,14 +94,16 @@ class Team {
   patterns::Ring ring() const {
     return patterns::Ring::atPosition(ringPosition, ringOrder, nranks);
   }
+  /// This rank's view of the second ring (secondRingOrder must not be empty).
+  patterns::Ring secondRing() const;
   /// Tree `which` (0 or 1) of the double binary tree the tree schedules follow, seen from rank
   /// `r`: NCCL's layout across hosts (a tree over the hosts, a chain within each:
   /// patterns::doubleBinaryTreeOverHosts) when the ranks are on several hosts, else the tree
   /// over the ring's order.
   patterns::TreeNode treeNode(int r, int which) const;
   /// Sets `hosts` from the peers, and ringOrder and ringPosition (rank order when `ringByHost`
-  /// is false).
-  void mapHosts(bool ringByHost);
+  /// is false), and with `rings` 2 the second ring where the hosts allow one.
+  void mapHosts(bool ringByHost, int rings = 1);
 
   /// Connects this rank to each rank of `peersToConnect` in both directions, through the first
   /// registered transport that can (phase 1: receiving ends and their blobs; the bootstrap's

@@ -21,4 +21,14 @@ std::vector<int> hostContiguousOrder(std::span<const uint64_t> hostOf) {
   return {};
 }
 
+std::vector<int> reversedWithinHosts(std::span<const std::vector<int>> ranksOf) {
+  if (ranksOf.size() < 2) return {};
+  std::vector<int> order;
+  for (const std::vector<int>& local : ranksOf) {
+    if (local.size() < 2) return {};
+    order.insert(order.end(), local.rbegin(), local.rend());
+  }
+  return order;
+}
+
 }  // namespace braid::patterns

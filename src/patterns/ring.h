@@ -44,4 +44,12 @@ class Ring {
 /// ranks numbered host by host.
 std::vector<int> hostContiguousOrder(std::span<const uint64_t> hostOf);
 
+/// The second ring across hosts (NCCL's second channel): the hosts in the same order, each
+/// host's ranks (ranksOf[h], in the first ring's order) reversed. None of its hops is a hop of
+/// the first ring in the same direction, so the two rings never share a connection, and its
+/// hops between hosts leave from each host's first rank where the first ring's leave from its
+/// last: the sending to other hosts is split between two ranks of every host. Empty where no
+/// such ring exists (one host, or a host with one rank).
+std::vector<int> reversedWithinHosts(std::span<const std::vector<int>> ranksOf);
+
 }  // namespace braid::patterns

@@ -145,5 +145,23 @@ TEST_F(InitArguments, BadConfigIsRefused) {
                       ncclInvalidArgument, {"magic"}));
 }
 
+// Settings read from the environment at init: a bad value is refused naming the variable and
+// its value, and init then succeeds once it is gone.
+TEST_F(InitArguments, BadTopologySettingsAreRefused) {
+  const std::pair<const char*, const char*> bad[] = {{"BRAID_RINGS", "3"},
+                                                     {"BRAID_RINGS", "0"},
+                                                     {"BRAID_RING_ORDER", "sideways"},
+                                                     {"BRAID_CONNECT", "sometimes"}};
+  for (auto [name, value] : bad) {
+    setenv(name, value, 1);
+    EXPECT_TRUE(refused(ncclCommInitRank(&comm_, 1, id_, 0), ncclInvalidArgument,
+                        {std::string(name) + "=" + value}));
+    unsetenv(name);
+    comm_ = reinterpret_cast<ncclComm_t>(0x1);
+  }
+  ASSERT_EQ(ncclCommInitRank(&comm_, 1, id_, 0), ncclSuccess) << ncclGetLastError(nullptr);
+  EXPECT_EQ(ncclCommDestroy(comm_), ncclSuccess);
+}
+
 }  // namespace
 }  // namespace braid::badinput

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <strings.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -173,7 +174,8 @@ double crossHostMessages(const RunReport& report, const std::string& key, size_t
 
 RunReport runRing(Placement placement, const std::string& ringOrder,
                   const std::string& algo = "allreduce:ring;reducescatter:ring;allgather:ring",
-                  const std::string& connect = "auto", int hosts = 2, int ranks = kRanks) {
+                  const std::string& connect = "auto", int hosts = 2, int ranks = kRanks,
+                  const std::string& rings = "2") {
   NamespaceOptions options;
   options.namespaces = hosts;
   options.placement = placement;
@@ -181,6 +183,7 @@ RunReport runRing(Placement placement, const std::string& ringOrder,
   options.env = {{"NCCL_ALGO", algo},
                  {"BRAID_RING_ORDER", ringOrder},
                  {"BRAID_CONNECT", connect},
+                 {"BRAID_RINGS", rings},
                  {"BRAID_TIMEOUT_S", "30"}};
   return runInNamespaces(ranks, ringCollectives, options);
 }
@@ -219,6 +222,40 @@ TEST(TopologyRing, BlockedRanksCrossTheNetworkTwice) {
   RunReport report = runRing(Placement::kBlocks, "host");
   BRAID_ASSERT_ALL_RANKS_OK(report);
   if (!isNamespaceChild()) expectCrossings(report, 2);
+}
+
+// The ring allreduce of a large message runs two rings, the second with each host's ranks in
+// reverse order: each ring's hops between hosts leave from another rank of the host, so every
+// rank sends its ring's share across, (n-1)/n of half the message per pass. With one ring
+// (BRAID_RINGS=1) one rank of each host sends it all, twice as much, and the other nothing. The
+// bytes crossing in all are the same, and the result exact, either way (3 hosts of 2 included).
+TEST(TopologyRing, TwoRingsSendToOtherHostsFromEveryRank) {
+  BRAID_SKIP_WITHOUT_NAMESPACES();
+  const double s = kCount * 4.0, pass = (kRanks - 1.0) / kRanks;
+  for (const char* rings : {"2", "1"}) {
+    RunReport report =
+        runRing(Placement::kRoundRobin, "host", "allreduce:ring;reducescatter:ring;allgather:ring",
+                "auto", 2, kRanks, rings);
+    BRAID_ASSERT_ALL_RANKS_OK(report);
+    if (isNamespaceChild()) continue;
+    std::vector<double> each;
+    for (const std::string& v : report.valuesOf("allreduce")) each.push_back(std::stod(v) / s);
+    ASSERT_EQ(each.size(), size_t(kRanks));
+    std::sort(each.begin(), each.end());
+    const bool two = std::string(rings) == "2";
+    for (int r = 0; r < kRanks; r++) {
+      const double want = two ? pass : r < kRanks / 2 ? 0 : 2 * pass;
+      EXPECT_NEAR(each[r], want, 0.01) << rings << " ring(s), rank " << r << " of the sorted";
+    }
+    EXPECT_NEAR(crossHostMessages(report, "allreduce", size_t(s)), 4 * pass, 0.04) << rings;
+  }
+  RunReport three = runRing(Placement::kBlocks, "host", "allreduce:ring", "auto", 3, 6);
+  BRAID_ASSERT_ALL_RANKS_OK(three);
+  if (isNamespaceChild()) return;
+  // 6 ranks on 3 hosts: each ring crosses 3 times, (n-1)/n of half the message per pass.
+  EXPECT_NEAR(crossHostMessages(three, "allreduce", size_t(s)), 2 * 3 * 5.0 / 6, 0.05);
+  for (const std::string& v : three.valuesOf("allreduce"))
+    EXPECT_NEAR(std::stod(v) / s, 5.0 / 6, 0.01);
 }
 
 TEST(TopologyRing, RankOrderedRingOverInterleavedRanksCrossesAtEveryHop) {

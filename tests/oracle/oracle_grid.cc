@@ -23,7 +23,12 @@ void runGridPoint(test::RankShape shape, const GridPoint& p, const std::vector<O
   // More ranks than namespaces: ranks sharing a namespace talk over shared memory.
   const bool mixed = shape == test::RankShape::kNamespaces && p.nranks > kMaxNamespaces;
   if (mixed) run.transports = {"shm", std::string(p.transport)};
-  auto rankFn = [&](test::RankContext& ctx) { runOracleRank(ctx, run); };
+  if (p.hosts > 0) run.transports = {std::string(p.transport), "tcp"};
+  auto rankFn = [&](test::RankContext& ctx) {
+    if (p.hosts > 0)
+      setenv("NCCL_HOSTID", ("emulated-host-" + std::to_string(ctx.rank() % p.hosts)).c_str(), 1);
+    runOracleRank(ctx, run);
+  };
   test::RunReport report;
   if (shape == test::RankShape::kNamespaces) {
     // Namespaces are separate hosts: every connection is TCP whatever BRAID_TRANSPORTS says.
@@ -38,8 +43,11 @@ void runGridPoint(test::RankShape shape, const GridPoint& p, const std::vector<O
     options.placement = mixed ? test::Placement::kBlocks : test::Placement::kRoundRobin;
     report = test::runInNamespaces(p.nranks, rankFn, options);
   } else {
+    EXPECT_TRUE(p.hosts == 0 || shape == test::RankShape::kProcesses)
+        << "threads of one process are on one host";
     test::RunOptions options;
-    options.env = oracleEnv(p.algo, p.transport, slotBytes);
+    options.env =
+        oracleEnv(p.algo, p.hosts > 0 ? std::string(p.transport) + ",tcp" : p.transport, slotBytes);
     options.env.insert(options.env.end(), extraEnv.begin(), extraEnv.end());
     if (p.registration != Registration::kNone)
       options.env.push_back({"BRAID_ZERO_COPY_MIN_BYTES", "1"});

@@ -19,11 +19,15 @@ struct GridPoint {
   int nranks;
   /// Buffers from ncclMemAlloc, registered (zero-copy runs from 1 byte up at these points).
   Registration registration = Registration::kNone;
+  /// Processes only: the ranks on this many emulated hosts (NCCL_HOSTID, rank r on host r % hosts),
+  /// `transport` within a host and TCP over loopback between hosts; 0: one host.
+  int hosts = 0;
 };
 
 inline void PrintTo(const GridPoint& p, std::ostream* os) {
   *os << p.algo << "/" << p.transport << "/" << p.nranks << " ranks";
   if (p.registration != Registration::kNone) *os << "/registered " << int(p.registration);
+  if (p.hosts > 0) *os << "/" << p.hosts << " hosts";
 }
 
 inline std::string gridName(const ::testing::TestParamInfo<GridPoint>& info) {
@@ -31,7 +35,8 @@ inline std::string gridName(const ::testing::TestParamInfo<GridPoint>& info) {
                                               "_evenRanksRegistered"};
   return std::string(info.param.algo) + "_" + info.param.transport + "_" +
          std::to_string(info.param.nranks) + "ranks" +
-         kRegistration[static_cast<int>(info.param.registration)];
+         kRegistration[static_cast<int>(info.param.registration)] +
+         (info.param.hosts > 0 ? "_" + std::to_string(info.param.hosts) + "hosts" : "");
 }
 
 using Env = std::vector<std::pair<std::string, std::string>>;

@@ -23,8 +23,8 @@ INSTANTIATE_TEST_SUITE_P(Oracle, NamespacesSmall,
 
 class NamespacesMixed : public ::testing::TestWithParam<GridPoint> {};
 
-// Five ranks in three namespaces, in contiguous blocks: neighbours in one namespace use shm,
-// the others TCP.
+// Five and six ranks in three namespaces, in contiguous blocks: neighbours in one namespace use
+// shm, the others TCP; at six, hosts of two each, the ring allreduce runs its two rings.
 TEST_P(NamespacesMixed, SelectedDTypesAndOpsAcrossShmAndTcp) {
   BRAID_SKIP_WITHOUT_NAMESPACES();
   runGridPoint(RankShape::kNamespaces, GetParam(),
@@ -34,7 +34,7 @@ TEST_P(NamespacesMixed, SelectedDTypesAndOpsAcrossShmAndTcp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Oracle, NamespacesMixed,
-                         ::testing::Values(GridPoint{"Ring", "tcp", 5},
+                         ::testing::Values(GridPoint{"Ring", "tcp", 5}, GridPoint{"Ring", "tcp", 6},
                                            GridPoint{"Tree", "tcp", 5}),
                          gridName);
 

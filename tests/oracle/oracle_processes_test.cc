@@ -73,8 +73,11 @@ TEST_P(ProcessesManyChunks, SelectedDTypesAndOpsExact) {
 INSTANTIATE_TEST_SUITE_P(Oracle, ProcessesManyChunks,
                          ::testing::Values(GridPoint{"Ring", "shm", 8}, GridPoint{"Tree", "shm", 8},
                                            GridPoint{"Ring", "tcp", 4},
-                                           GridPoint{"ZeroCopy", "shm", 4,
-                                                     Registration::kRegister}),
+                                           GridPoint{"ZeroCopy", "shm", 4, Registration::kRegister},
+                                           // Two rings across hosts (Team::secondRingOrder),
+                                           // ranks interleaved over 2 and 3 hosts.
+                                           GridPoint{"Ring", "shm", 4, Registration::kNone, 2},
+                                           GridPoint{"Ring", "shm", 6, Registration::kNone, 3}),
                          gridName);
 
 class ProcessesLarge : public ::testing::TestWithParam<GridPoint> {};

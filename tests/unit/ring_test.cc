@@ -214,6 +214,44 @@ TEST(HostOrder, AllReduceScheduleStillReducesEveryChunkOnce) {
       playRingAllReduce(n, hostContiguousOrder(interleavedHosts(n, hosts)));
 }
 
+TEST(SecondRing, ReversesEachHostsRanksAndExistsOnlyWithTwoHostsOfTwoOrMore) {
+  const std::vector<std::vector<int>> hosts = {{0, 2, 4}, {1, 3, 5}};
+  EXPECT_EQ(reversedWithinHosts(hosts), (std::vector<int>{4, 2, 0, 5, 3, 1}));
+  EXPECT_TRUE(reversedWithinHosts(std::vector<std::vector<int>>{{0, 1, 2}}).empty());
+  EXPECT_TRUE(reversedWithinHosts(std::vector<std::vector<int>>{{0, 2}, {1}}).empty());
+}
+
+// The two rings share no connection in the same direction (so one thread can alternate their
+// steps without either waiting on the other), each crosses between hosts once per host, from
+// two different ranks of each host, and the second's all-reduce schedule is sound.
+TEST(SecondRing, SharesNoHopWithTheFirstAndSendsAcrossFromOtherRanks) {
+  for (int hosts = 2; hosts <= 5; hosts++)
+    for (int l = 2; l <= 6; l++) {
+      const int n = hosts * l;
+      const std::vector<uint64_t> hostOf = interleavedHosts(n, hosts);
+      std::vector<std::vector<int>> ranksOf(hosts);
+      for (int r = 0; r < n; r++) ranksOf[r % hosts].push_back(r);
+      const std::vector<int> first = hostContiguousOrder(hostOf);
+      const std::vector<int> second = reversedWithinHosts(ranksOf);
+      ASSERT_EQ(second.size(), size_t(n));
+      std::vector<int> crossesIn(n, 0);
+      for (int r = 0; r < n; r++) {
+        const int a = ringOf(r, n, first).next(), b = ringOf(r, n, second).next();
+        EXPECT_NE(a, b) << "rank " << r << " sends to " << a << " on both rings";
+        EXPECT_EQ(ringOf(b, n, second).prev(), r);
+        crossesIn[r] += hostOf[a] != hostOf[r];
+        crossesIn[r] += hostOf[b] != hostOf[r];
+      }
+      std::vector<int> sendersOn(hosts, 0);
+      for (int r = 0; r < n; r++) {
+        EXPECT_LE(crossesIn[r], 1) << "rank " << r << ", " << hosts << " hosts of " << l;
+        sendersOn[r % hosts] += crossesIn[r];
+      }
+      for (int h = 0; h < hosts; h++) EXPECT_EQ(sendersOn[h], 2) << "host " << h;
+      playRingAllReduce(n, second);
+    }
+}
+
 TEST(HostOrder, TreesOverPositionsKeepMostEdgesWithinAHost) {
   // 16 ranks interleaved over 2 hosts: the rank-numbered trees cross at every edge.
   const int n = 16;
