@@ -41,6 +41,9 @@ class WaitSleeper {
   virtual ~WaitSleeper() = default;
   /// Sleeps until there may be something to take, or for at most `ns`.
   virtual void sleepFor(int64_t ns) = 0;
+  /// True when the sender last ran on this thread's core (peerOnThisCore), where that can be
+  /// told: it cannot answer until this thread gives the core up.
+  virtual bool senderOnThisCore() { return false; }
 };
 
 /// The core this thread runs on now (the kernel keeps it where the thread can read it: a few
@@ -119,6 +122,7 @@ struct WakeWord {
 /// True when the other side of `w` last ran on this thread's core: it cannot answer until this
 /// thread gives the core up, so spinning only delays it.
 inline bool peerOnThisCore(const WakeWord& w) {
+  if (w.sleeper) return w.sleeper->senderOnThisCore();
   if (!w.peerCpu) return false;
   const uint32_t theirs = w.peerCpu->load(std::memory_order_relaxed);
   return theirs != kUnknownCpu && theirs == currentCpu();

@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   close(sv[1]);
   const std::vector<Frame> expected = referenceFrames(data, size);
   {
-    TcpReceivePump pump({sv[0]}, kSlots, kSlotBytes, /*peer=*/1);
+    TcpReceivePump pump({sv[0]}, kSlots, kSlotBytes, /*peer=*/1, /*peerOnThisHost=*/true);
     FifoReceiver rx;
     rx.attach(pump.fifo(), &pump, /*acceptsClaims=*/true, &pump);
     WaitPolicy policy;

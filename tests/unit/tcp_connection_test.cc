@@ -4,7 +4,10 @@
 // and report a closed socket naming the peer; the sending end (tcp_send_engine.h) must put
 // small slots on the wire from the posting thread before post() returns, and every slot,
 // inline, queued behind a full socket or lent, on the wire exactly once and in order.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -113,7 +116,7 @@ TEST(TcpReceivePump, DeliversFramesTricklingInOverTwoSockets) {
   }
   constexpr uint32_t kSlots = 2;
   Joined writer;
-  TcpReceivePump pump(pairs.near, kSlots, kSlotBytes, /*peer=*/3);
+  TcpReceivePump pump(pairs.near, kSlots, kSlotBytes, /*peer=*/3, /*peerOnThisHost=*/true);
   FifoReceiver rx;
   rx.attach(pump.fifo(), &pump, /*acceptsClaims=*/true, &pump);
   writer.thread = std::thread([&] { writeTrickling(pairs.far, wire); });
@@ -159,7 +162,7 @@ TEST(TcpReceivePump, DeliversFramesTricklingInOverTwoSockets) {
 
 TEST(TcpReceivePump, ClosedSocketIsAnErrorNamingThePeer) {
   SocketPairs pairs(1);
-  TcpReceivePump pump(pairs.near, 4, kSlotBytes, /*peer=*/5);
+  TcpReceivePump pump(pairs.near, 4, kSlotBytes, /*peer=*/5, /*peerOnThisHost=*/true);
   FifoReceiver rx;
   rx.attach(pump.fifo(), &pump, true, &pump);
   // Half a header, then the peer goes away.
@@ -174,6 +177,70 @@ TEST(TcpReceivePump, ClosedSocketIsAnErrorNamingThePeer) {
   EXPECT_NE(lastError().find("rank 5"), std::string::npos) << lastError();
   EXPECT_NE(lastError().find("closed by peer"), std::string::npos) << lastError();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+// A TCP connection over loopback: {the accepted end, the connecting end}.
+std::pair<int, int> loopbackTcpPair() {
+  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  EXPECT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  EXPECT_EQ(listen(listener, 1), 0);
+  EXPECT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int out = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  EXPECT_EQ(connect(out, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const int in = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  close(listener);
+  return {in, out};
+}
+
+// Runs on `cpu` alone until it goes out of scope, then on the CPUs it had.
+struct PinnedTo {
+  cpu_set_t before;
+  explicit PinnedTo(int cpu) {
+    sched_getaffinity(0, sizeof(before), &before);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    EXPECT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  }
+  ~PinnedTo() { sched_setaffinity(0, sizeof(before), &before); }
+};
+
+// Two ranks the scheduler put on one core: the receiving end tells from the core loopback TCP
+// processed the sender's packets on (the sender's own), so a wait yields the core instead of
+// spinning; a sender on another core, or on another host, is not on this core.
+TEST(TcpReceivePump, TellsASenderOnThisCoreFromOneElsewhere) {
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  auto [in, out] = loopbackTcpPair();
+  TcpReceivePump here(std::vector<int>{in}, 4, kSlotBytes, /*peer=*/1, /*peerOnThisHost=*/true);
+  auto [in2, out2] = loopbackTcpPair();
+  TcpReceivePump remote(std::vector<int>{in2}, 4, kSlotBytes, /*peer=*/2,
+                        /*peerOnThisHost=*/false);
+  {
+    PinnedTo pin(cpus[0]);
+    ASSERT_EQ(send(out, "x", 1, MSG_NOSIGNAL), 1);
+    ASSERT_EQ(send(out2, "x", 1, MSG_NOSIGNAL), 1);
+    EXPECT_TRUE(here.senderOnThisCore());
+    EXPECT_FALSE(remote.senderOnThisCore()) << "a sender on another host is never on this core";
+  }
+  if (cpus.size() > 1) {
+    std::thread elsewhere([&, cpu = cpus[1]] {
+      PinnedTo pin(cpu);
+      EXPECT_EQ(send(out, "y", 1, MSG_NOSIGNAL), 1);
+    });
+    elsewhere.join();
+    PinnedTo pin(cpus[0]);
+    EXPECT_FALSE(here.senderOnThisCore()) << "the sender ran on CPU " << cpus[1];
+  }
+  close(out);
+  close(out2);
 }
 
 // Reads frames in order from the far ends (frame k on socket k % n) until `count` arrived.

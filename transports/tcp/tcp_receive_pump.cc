@@ -20,8 +20,12 @@ namespace {
 constexpr size_t kReadAheadBytes = 8192;
 }  // namespace
 
-TcpReceivePump::TcpReceivePump(std::vector<int> fds, uint32_t nslots, size_t slotBytes, int peer)
-    : fds_(std::move(fds)), ahead_(fds_.size()), end_("TCP", "from", peer, nslots, slotBytes) {
+TcpReceivePump::TcpReceivePump(std::vector<int> fds, uint32_t nslots, size_t slotBytes, int peer,
+                               bool peerOnThisHost)
+    : fds_(std::move(fds)),
+      ahead_(fds_.size()),
+      end_("TCP", "from", peer, nslots, slotBytes),
+      peerOnThisHost_(peerOnThisHost) {
   for (ReadAhead& a : ahead_) a.bytes.resize(kReadAheadBytes);
   filler_.attach(end_.fifo(), nullptr);
 }
@@ -62,6 +66,15 @@ void TcpReceivePump::sleepFor(int64_t ns) {
   pollfd p{fds_[frames_.load(std::memory_order_relaxed) % fds_.size()], POLLIN, 0};
   timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
   ppoll(&p, 1, &ts, nullptr);
+}
+
+bool TcpReceivePump::senderOnThisCore() {
+  if (!peerOnThisHost_) return false;
+  int cpu = -1;
+  socklen_t len = sizeof(cpu);
+  const int fd = fds_[frames_.load(std::memory_order_relaxed) % fds_.size()];
+  return getsockopt(fd, SOL_SOCKET, SO_INCOMING_CPU, &cpu, &len) == 0 && cpu >= 0 &&
+         static_cast<uint32_t>(cpu) == currentCpu();
 }
 
 ncclResult_t TcpReceivePump::take(size_t socket, void* into, size_t want, size_t* got,

@@ -21,7 +21,11 @@ namespace braid {
 
 class TcpReceivePump : public SlotPuller, public LivenessCheck {
  public:
-  TcpReceivePump(std::vector<int> fds, uint32_t nslots, size_t slotBytes, int peer);
+  /// `peerOnThisHost`: the sender runs on this host, so the core its packets were processed on
+  /// is its own (loopback TCP processes them on the sending core) and tells whether it shares
+  /// this rank's core.
+  TcpReceivePump(std::vector<int> fds, uint32_t nslots, size_t slotBytes, int peer,
+                 bool peerOnThisHost);
   ~TcpReceivePump() override;
 
   FifoControl* fifo() const { return end_.fifo(); }
@@ -31,6 +35,9 @@ class TcpReceivePump : public SlotPuller, public LivenessCheck {
   void pull() override;
   /// Sleeps until the socket the next frame comes on is readable, or for at most `ns`.
   void sleepFor(int64_t ns) override;
+  /// The socket's last packet came from this thread's core (SO_INCOMING_CPU), the sender being
+  /// on this host: two ranks the scheduler put on one core, which spinning would only delay.
+  bool senderOnThisCore() override;
   /// ncclRemoteError once the sockets failed (peer closed, reset, malformed frame).
   ncclResult_t check() override { return end_.check(); }
   /// Shuts the sockets: nothing lands in the rank's buffers once this returns.
@@ -54,6 +61,7 @@ class TcpReceivePump : public SlotPuller, public LivenessCheck {
   FifoSender filler_;
   std::atomic_flag busy_;  ///< held by the one thread pulling
   std::atomic<bool> severed_{false};
+  const bool peerOnThisHost_;
   // The frame in progress (touched only while busy_ is held).
   std::atomic<uint32_t> frames_{0};  ///< frames completed: the next comes on fds_[frames_ % n]
   WireHeader header_{};

@@ -103,7 +103,10 @@ class TcpRecv : public RecvConnection {
       accepted++;
     }
     for (int& l : listenFds_) closeFd(l);
-    pump_ = std::make_unique<TcpReceivePump>(std::move(fds), ctx.nslots, ctx.slotBytes, peer_);
+    const bool sameHost =
+        ctx.peers && (*ctx.peers)[peer_].hostHash == (*ctx.peers)[ctx.rank].hostHash;
+    pump_ = std::make_unique<TcpReceivePump>(std::move(fds), ctx.nslots, ctx.slotBytes, peer_,
+                                             sameHost);
     // The rank itself pulls the frames: it can receive straight into its own buffers.
     fifo_.attach(pump_->fifo(), pump_.get(), /*acceptsClaims=*/true, pump_.get());
     return ncclSuccess;
