@@ -56,6 +56,7 @@ void TcpSendEngine::pushPosted(const SlotInfo& info) {
       return;
     }
   }
+  handoff_.store(true, std::memory_order_seq_cst);
   notify(WakeWord{&c->head, &c->headSleepers});
 }
 
@@ -127,8 +128,10 @@ ncclResult_t TcpSendEngine::sendLoop() {
   WaitPolicy policy{64, 0, &stop_};
   FifoControl* c = end_.fifo();
   for (;;) {
+    // Only slots the poster handed over: a slot it is sending itself is not this thread's, and
+    // waking for it would take the poster's core and its lock.
     auto ready = [c, this] {
-      return c->head.load() != c->tail.load() || c->closed.load() != 0 ||
+      return handoff_.load() || c->closed.load() != 0 ||
              c->statusVersion.load() != statusSent_.load();
     };
     BRAID_TRY(waitUntil(policy, WakeWord{&c->head, &c->headSleepers}, ready, nullptr,
@@ -136,6 +139,8 @@ ncclResult_t TcpSendEngine::sendLoop() {
     if (stop_.load()) return ncclSuccess;
     if (c->head.load() == c->tail.load() && c->closed.load() != 0)
       return fail(ncclRemoteError, "connection closed");
+    // Cleared before the push: a slot handed over from here on sets it again.
+    handoff_.store(false, std::memory_order_seq_cst);
     int blocked = -1;
     Push p;
     {
@@ -145,7 +150,9 @@ ncclResult_t TcpSendEngine::sendLoop() {
     }
     if (p == Push::kFailed) return ncclRemoteError;
     if (p == Push::kBlocked) {
-      // The socket is full: sleep until it drains (short slices, so stop_ is seen promptly).
+      // The socket is full: sleep until it drains (short slices, so stop_ is seen promptly),
+      // then carry on with what is still queued.
+      handoff_.store(true, std::memory_order_seq_cst);
       pollfd pf{blocked, POLLOUT, 0};
       poll(&pf, 1, 100);
     }

@@ -59,6 +59,9 @@ class TcpSendEngine : public SlotPusher, public LivenessCheck {
   uint64_t statusExtra_[kFifoStatusWords - 3] = {};
   std::atomic<uint32_t> statusSent_{0};
   int blockedFd_ = -1;
+  /// Something queued is the thread's to send: the poster left a slot (too large, not alone,
+  /// the lock taken, or the socket full), or the thread's own push met a full socket.
+  std::atomic<bool> handoff_{false};
   std::atomic<uint32_t> stop_{0};
   std::thread thread_;
 };
