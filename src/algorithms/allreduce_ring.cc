@@ -130,10 +130,6 @@ class RingAllReduceSteps {
   int op_ = 0;       ///< the next step within it
 };
 
-// Messages of at least this many slots per rank run on both rings across hosts: below, each
-// ring's steps would carry less than a slot and the second ring would add steps, not bandwidth.
-constexpr size_t kTwoRingSlotsPerRank = 1;
-
 class RingAllReduce : public Algorithm {
  public:
   const char* name() const override { return "Ring"; }
@@ -148,8 +144,9 @@ class RingAllReduce : public Algorithm {
     const auto* in = static_cast<const char*>(args.sendbuff);
     auto* out = static_cast<char*>(args.recvbuff);
     const size_t bytes = args.count * args.elemSize;
-    if (ctx.team.secondRingOrder.empty() ||
-        bytes < kTwoRingSlotsPerRank * static_cast<size_t>(n) * ctx.config.slotBytes)
+    // Both rings across hosts from a slot per rank up: below, each ring's steps would carry less
+    // than a slot and the second ring would add steps, not bandwidth.
+    if (ctx.team.secondRingOrder.empty() || bytes < static_cast<size_t>(n) * ctx.config.slotBytes)
       return ringAllReduceSchedule(ctx, args, ring, n, ring.prev(), ring.next(), in, out,
                                    args.count);
     // Half the message on each ring (the first half a multiple of 64 elements), one step of

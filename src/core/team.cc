@@ -52,9 +52,7 @@ void Team::mapHosts(bool ringByHost, int rings) {
 }
 
 patterns::Ring Team::secondRing() const {
-  const int position = static_cast<int>(
-      std::find(secondRingOrder.begin(), secondRingOrder.end(), rank) - secondRingOrder.begin());
-  return patterns::Ring::atPosition(position, secondRingOrder, nranks);
+  return patterns::Ring::ofRank(rank, secondRingOrder, nranks);
 }
 
 int Team::positionOf(int r) const {
@@ -73,12 +71,10 @@ std::vector<int> Team::neighboursOf(int r) const {
   std::vector<int> out;
   if (nranks <= 1) return out;
   // The ring's neighbours and both trees'.
-  const patterns::Ring ring = patterns::Ring::atPosition(positionOf(r), ringOrder, nranks);
+  const patterns::Ring ring = patterns::Ring::ofRank(r, ringOrder, nranks);
   out = {ring.prev(), ring.next()};
   if (!secondRingOrder.empty()) {  // and the second ring's
-    const int at = static_cast<int>(std::find(secondRingOrder.begin(), secondRingOrder.end(), r) -
-                                    secondRingOrder.begin());
-    const patterns::Ring second = patterns::Ring::atPosition(at, secondRingOrder, nranks);
+    const patterns::Ring second = patterns::Ring::ofRank(r, secondRingOrder, nranks);
     out.insert(out.end(), {second.prev(), second.next()});
   }
   for (int t = 0; t < 2; t++) {

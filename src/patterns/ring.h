@@ -22,6 +22,14 @@ class Ring {
     return ring;
   }
 
+  /// The same ring seen from `rank` (its position looked up in `order`).
+  static Ring ofRank(int rank, std::span<const int> order, int nranks) {
+    int position = rank;
+    for (int p = 0; p < static_cast<int>(order.size()); p++)
+      if (order[p] == rank) position = p;
+    return atPosition(position, order, nranks);
+  }
+
   int next() const { return at(pos_ + 1); }
   int prev() const { return at(pos_ - 1); }
   /// The chunk this rank works on `step` steps after working on its own (chunk r belongs to

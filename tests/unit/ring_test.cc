@@ -84,9 +84,7 @@ struct Step {
 // reduction, then the allgather (recvCopySend..., recv).
 // Rank `rank`'s view of the ring visiting `order` (position -> rank; empty: rank order).
 Ring ringOf(int rank, int n, const std::vector<int>& order) {
-  if (order.empty()) return Ring{rank, n};
-  const int position = int(std::find(order.begin(), order.end(), rank) - order.begin());
-  return Ring::atPosition(position, order, n);
+  return Ring::ofRank(rank, order, n);
 }
 
 std::vector<Step> ringSchedule(int rank, int n, const std::vector<int>& order) {
