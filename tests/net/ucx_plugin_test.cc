@@ -5,7 +5,7 @@
 // properties, a connection, sizes from 0 to 16 MiB (eager and rendezvous) in flight together and
 // exact, receives larger than their message (the size received reported), tags honoured out of
 // order, a closed or killed peer failing a pending receive within seconds, CUDA memory refused,
-// a connect to nobody failing or waiting without harm.
+// a connect to nobody failing or waiting without harm, no plugin thread left once it is unloaded.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -13,6 +13,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "net/net_pair.h"
 
@@ -353,6 +355,31 @@ TEST(UcxPluginLibrary, ExportsV8ToV11) {
     ASSERT_TRUE(net) << error;
     EXPECT_EQ(net->name, "UCX");
   }
+}
+
+// Threads of this process named `name` (/proc/self/task/*/comm).
+int threadsNamed(const std::string& name) {
+  int count = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    if (std::getline(comm, line) && line == name) count++;
+  }
+  return count;
+}
+
+// The plugin's flusher thread (started by a completed send) has ended by the time the library is
+// unloaded, whether or not the version has a finalize: a thread left running in an unloaded
+// library crashes the process at its next wake-up.
+TEST_P(UcxPlugin, UnloadingLeavesNoThreadBehind) {
+  start();
+  connect();
+  ASSERT_EQ(exchange(*net_, pair_, {{4097, 4097, 1}}, {0}), "");
+  EXPECT_EQ(threadsNamed("braid-ucx-flush"), 1) << "a completed send starts the flusher";
+  closePair(*net_, &pair_);
+  EXPECT_EQ(net_->finalize(), ncclSuccess);
+  net_.reset();  // dlclose
+  EXPECT_EQ(threadsNamed("braid-ucx-flush"), 0);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "transports/net/ucx/ucx_flusher.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -24,12 +26,17 @@ struct Flusher {
   std::condition_variable wake;
   std::vector<Comm*> marked;
   uint64_t generation = 0;  // stopFlusher() ends the thread of the current one
-  bool running = false;     // a thread of the current generation runs in this process
-  pid_t owner = 0;          // that process (a forked child has no thread)
+  // The thread of the current generation, if one was started; joined by stopFlusher(). Its
+  // handle is left alone in a forked child (the thread is not there, nor is its code to run).
+  std::thread* thread = nullptr;
+  pid_t owner = 0;  // the process that started `thread`
 };
 
 Flusher& flusher() {
-  static Flusher* f = new Flusher;  // never destroyed: the thread may outlive static destructors
+  // Never destroyed (a comm may be marked during exit), and not on the heap either: the storage
+  // goes with the library when it is unloaded instead of leaking one Flusher per load.
+  alignas(Flusher) static unsigned char storage[sizeof(Flusher)];
+  static Flusher* f = new (storage) Flusher;
   return *f;
 }
 
@@ -83,10 +90,10 @@ void markUnflushed(Comm* c) {
   Flusher& f = flusher();
   std::lock_guard<std::mutex> lock(f.mutex);
   if (std::find(f.marked.begin(), f.marked.end(), c) == f.marked.end()) f.marked.push_back(c);
-  if (!f.running || f.owner != getpid()) {
-    f.running = true;
+  if (f.thread == nullptr || f.owner != getpid()) {
     f.owner = getpid();
-    std::thread(run, f.generation).detach();
+    f.thread = new std::thread(run, f.generation);  // a child's stale handle is leaked
+    pthread_setname_np(f.thread->native_handle(), "braid-ucx-flush");  // named when it exists
   }
   f.wake.notify_all();
 }
@@ -99,11 +106,28 @@ void forgetUnflushed(Comm* c) {
 
 void stopFlusher() {
   Flusher& f = flusher();
-  std::lock_guard<std::mutex> lock(f.mutex);
-  f.generation++;
-  f.running = false;
-  f.marked.clear();
-  f.wake.notify_all();
+  std::thread* thread = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(f.mutex);
+    f.generation++;
+    std::vector<Comm*>().swap(f.marked);  // its buffer freed too
+    f.wake.notify_all();
+    if (f.owner == getpid()) thread = f.thread;
+    f.thread = nullptr;
+  }
+  // Joined, not detached: the plugin may be unloaded next (dlclose), and a thread still on its
+  // way out of run() would then execute unmapped code.
+  if (thread != nullptr) {
+    thread->join();
+    delete thread;
+  }
 }
+
+namespace {
+// Before v11 NCCL never finalizes a plugin, but it does unload it: the thread ends first.
+[[gnu::destructor]] void stopFlusherOnUnload() {
+  stopFlusher();
+}
+}  // namespace
 
 }  // namespace braid::ucxnet

@@ -23,7 +23,8 @@ void markUnflushed(Comm* c);
 /// Stops flushing `c` (before its destroy, not under c->lock); its flush in flight, if any, is
 /// c->flushRequest, left for destroy() to finish or cancel.
 void forgetUnflushed(Comm* c);
-/// Ends the thread (the last finalize); a later mark starts it again.
+/// Ends the thread and waits for it (the last finalize, and the library's unloading); a later
+/// mark starts it again.
 void stopFlusher();
 
 }  // namespace braid::ucxnet
