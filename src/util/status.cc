@@ -6,7 +6,13 @@
 
 namespace braid {
 namespace {
-thread_local std::string tlsLastError;
+thread_local std::string tlsThreadError;
+// Where error text goes now: the thread's last error, or the innermost ErrorCapture.
+thread_local std::string* tlsErrorText = nullptr;
+
+std::string& errorText() {
+  return tlsErrorText ? *tlsErrorText : tlsThreadError;
+}
 
 std::string vformat(const char* fmt, va_list ap) {
   char buf[1024];
@@ -18,9 +24,10 @@ std::string vformat(const char* fmt, va_list ap) {
 ncclResult_t fail(ncclResult_t code, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  tlsLastError = vformat(fmt, ap);
+  std::string& text = errorText();
+  text = vformat(fmt, ap);
   va_end(ap);
-  BRAID_LOG(kLogInfo, kSubsysAll, "error %d: %s", static_cast<int>(code), tlsLastError.c_str());
+  BRAID_LOG(kLogInfo, kSubsysAll, "error %d: %s", static_cast<int>(code), text.c_str());
   return code;
 }
 
@@ -29,18 +36,26 @@ ncclResult_t addContext(ncclResult_t code, const char* fmt, ...) {
   va_start(ap, fmt);
   std::string ctx = vformat(fmt, ap);
   va_end(ap);
-  tlsLastError = tlsLastError.empty() ? ctx : ctx + ": " + tlsLastError;
+  std::string& text = errorText();
+  text = text.empty() ? ctx : ctx + ": " + text;
   return code;
 }
 
 const std::string& lastError() {
-  return tlsLastError;
+  return errorText();
 }
 void setLastError(const std::string& text) {
-  tlsLastError = text;
+  errorText() = text;
 }
 void clearLastError() {
-  tlsLastError.clear();
+  errorText().clear();
+}
+
+ErrorCapture::ErrorCapture() : outer_(tlsErrorText) {
+  tlsErrorText = &text_;
+}
+ErrorCapture::~ErrorCapture() {
+  tlsErrorText = outer_;
 }
 
 }  // namespace braid

@@ -21,6 +21,23 @@ const std::string& lastError();
 void setLastError(const std::string& text);
 void clearLastError();
 
+/// While one lives, the error text that fail(), addContext() and setLastError() record on this
+/// thread goes to it instead of the thread's last error (and lastError() reads it): for work
+/// whose failures belong to something other than the call the thread is in, such as a
+/// connection that a pull finds broken while the call waits on another one. Nests.
+class ErrorCapture {
+ public:
+  ErrorCapture();
+  ~ErrorCapture();
+  ErrorCapture(const ErrorCapture&) = delete;
+  ErrorCapture& operator=(const ErrorCapture&) = delete;
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+  std::string* outer_;
+};
+
 }  // namespace braid
 
 /// Propagates a failure from a call that already recorded its reason.

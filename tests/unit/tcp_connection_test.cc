@@ -1,7 +1,8 @@
 // The two ends of a TCP connection on socket pairs, without a communicator: the receiving end
 // (tcp_receive_pump.h) must deliver every frame, byte for byte and in order, however the bytes
 // arrive (one at a time, frames alternating between sockets, a full FIFO, claimed landings),
-// and report a closed socket naming the peer; the sending end (tcp_send_engine.h) must put
+// and report a closed socket naming the peer (to the wait that needs it, not to one that
+// pulled it by the way); the sending end (tcp_send_engine.h) must put
 // small slots on the wire from the posting thread before post() returns, and every slot,
 // inline, queued behind a full socket or lent, on the wire exactly once and in order.
 #include <arpa/inet.h>
@@ -177,6 +178,33 @@ TEST(TcpReceivePump, ClosedSocketIsAnErrorNamingThePeer) {
   EXPECT_NE(lastError().find("rank 5"), std::string::npos) << lastError();
   EXPECT_NE(lastError().find("closed by peer"), std::string::npos) << lastError();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+// A peer that sends its last frame and closes: the frame arrives and the wait for it succeeds,
+// leaving the caller's last error as it was, although the same pull met the close; the next wait
+// fails, naming the peer and the close.
+TEST(TcpReceivePump, APeerClosingAfterItsLastFrameFailsOnlyTheNextWait) {
+  SocketPairs pairs(2);
+  const std::vector<Frame> frames = makeFrames(1, 3);
+  const std::string wire = wireBytes(frames[0]);
+  ASSERT_EQ(send(pairs.far[0], wire.data(), wire.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(wire.size()));
+  for (int fd : pairs.far) close(fd);
+  pairs.far.clear();
+  TcpReceivePump pump(pairs.near, 4, kSlotBytes, /*peer=*/6, /*peerOnThisHost=*/true);
+  FifoReceiver rx;
+  rx.attach(pump.fifo(), &pump, true, &pump);
+  setLastError("an earlier call's error");
+  const void* slot = nullptr;
+  SlotInfo info{};
+  ASSERT_EQ(rx.wait(testPolicy(), &slot, &info), ncclSuccess) << lastError();
+  EXPECT_EQ(memcmp(rx.landedPayload(slot), frames[0].payload.data(), info.bytes), 0);
+  EXPECT_EQ(lastError(), "an earlier call's error");
+  rx.release();
+  EXPECT_EQ(rx.wait(testPolicy(), &slot, &info), ncclRemoteError);
+  EXPECT_NE(lastError().find("rank 6"), std::string::npos) << lastError();
+  EXPECT_NE(lastError().find("closed by peer"), std::string::npos) << lastError();
+  clearLastError();
 }
 
 // A TCP connection over loopback: {the accepted end, the connecting end}.

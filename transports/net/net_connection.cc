@@ -283,6 +283,7 @@ void NetReceivePump::sever() {
 void NetReceivePump::pull() {
   if (!comm_ || end_.failed() || severed_.load(std::memory_order_relaxed)) return;
   if (busy_.test_and_set(std::memory_order_acquire)) return;  // another thread is pulling
+  ErrorCapture connectionError;  // the connection's failure, not the call's (TcpReceivePump::pull)
   if (!severed_.load(std::memory_order_relaxed) && pullLocked() != ncclSuccess && !severed_.load())
     end_.markFailed();
   busy_.clear(std::memory_order_release);

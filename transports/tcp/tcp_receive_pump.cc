@@ -48,6 +48,10 @@ void TcpReceivePump::sever() {
 void TcpReceivePump::pull() {
   if (end_.failed() || severed_.load(std::memory_order_relaxed)) return;
   if (busy_.test_and_set(std::memory_order_acquire)) return;  // another thread is pulling
+  // A failure found here is the connection's: kept with it (markFailed) for whoever waits on
+  // it, not the last error of the call this thread is in, which may be about another connection
+  // or about a frame that arrived just before its peer finished and closed.
+  ErrorCapture connectionError;
   while (!severed_.load(std::memory_order_relaxed)) {
     bool completed = false;
     if (pullFrame(&completed) != ncclSuccess) {
