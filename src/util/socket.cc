@@ -328,6 +328,11 @@ void tuneSocket(int fd, int bufferBytes) {
   }
 }
 
+void preferDelayedAcks(int fd) {
+  int zero = 0;
+  setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &zero, sizeof(zero));
+}
+
 void closeFd(int& fd) {
   if (fd >= 0) close(fd);
   fd = -1;

@@ -60,6 +60,11 @@ ncclResult_t recvAll(int fd, void* buf, size_t len, const Deadline& deadline,
 
 /// TCP_NODELAY, keepalive and (when bytes > 0) large socket buffers.
 void tuneSocket(int fd, int bufferBytes);
+/// For a socket that only receives data: acknowledge small segments every second one instead of
+/// each at once (TCP_QUICKACK off). The kernel turns this off again after a pause in the
+/// traffic (a delayed ACK's timer fired), so a reader sets it again now and then. No effect on
+/// other sockets.
+void preferDelayedAcks(int fd);
 void closeFd(int& fd);
 
 }  // namespace braid

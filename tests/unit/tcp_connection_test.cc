@@ -7,6 +7,7 @@
 // inline, queued behind a full socket or lent, on the wire exactly once and in order.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <linux/tcp.h>  // struct tcp_info with tcpi_segs_out (glibc's stops before it)
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -269,6 +270,49 @@ TEST(TcpReceivePump, TellsASenderOnThisCoreFromOneElsewhere) {
   }
   close(out);
   close(out2);
+}
+
+// Small frames, each sent once the one before it was taken (a ping-pong, as small collectives
+// are): the receiving socket, which never sends data, acknowledges about every second one
+// instead of each at once (preferDelayedAcks), renewed through the whole run.
+TEST(TcpReceivePump, AcknowledgesSmallFramesEverySecondOne) {
+  auto [in, out] = loopbackTcpPair();
+  const int one = 1;
+  setsockopt(out, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  TcpReceivePump pump(std::vector<int>{in}, 4, kSlotBytes, /*peer=*/1, /*peerOnThisHost=*/true);
+  FifoReceiver rx;
+  rx.attach(pump.fifo(), &pump, true, &pump);
+  auto segmentsSent = [fd = in] {
+    tcp_info info{};
+    socklen_t len = sizeof(info);
+    EXPECT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len), 0);
+    return info.tcpi_segs_out;
+  };
+  constexpr int kFrames = 400;
+  const uint32_t before = segmentsSent();
+  std::atomic<int> taken{0};
+  Joined writer;
+  writer.thread = std::thread([&] {
+    for (int k = 0; k < kFrames; k++) {
+      const std::string wire = wireBytes(Frame{SlotInfo{8, 2u * k + 1, {}}, std::string(8, 'a')});
+      if (send(out, wire.data(), wire.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(wire.size()))
+        return;
+      while (taken.load() <= k) std::this_thread::yield();
+    }
+  });
+  for (int k = 0; k < kFrames; k++) {
+    const void* slot = nullptr;
+    SlotInfo info{};
+    ASSERT_EQ(rx.wait(testPolicy(), &slot, &info), ncclSuccess) << lastError();
+    ASSERT_EQ(info.tag, 2u * k + 1);
+    rx.release();
+    taken.store(k + 1);
+  }
+  writer.thread.join();
+  const uint32_t acks = segmentsSent() - before;
+  EXPECT_LT(acks, kFrames * 3 / 4) << "the receiving socket sent " << acks << " segments for "
+                                   << kFrames << " frames";
+  close(out);
 }
 
 // Reads frames in order from the far ends (frame k on socket k % n) until `count` arrived.

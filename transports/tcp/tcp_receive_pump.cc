@@ -18,6 +18,15 @@ namespace {
 // Read-ahead per socket: a small frame's header and payload arrive in one read. A rest of a
 // payload longer than half of it is read straight into its destination instead.
 constexpr size_t kReadAheadBytes = 8192;
+// A connection's sockets carry its data one way only, so the kernel never sees them as
+// interactive (sending soon after receiving) and acknowledges every small segment at once: a
+// segment of its own, built and (over loopback) delivered inside the read that took the data,
+// on the rank's critical path; a socket that carries data both ways (Open MPI's) sends its ACKs
+// with that data. With quick ACKs off (preferDelayedAcks) the socket acknowledges every second
+// small segment, and full-sized ones as before (every second one). The kernel turns quick ACKs
+// back on after a pause in the traffic, so every this many reads renew the setting. Measured:
+// 8-byte allreduce at 2 ranks over loopback, 4 segments a call -> 3, 8.6 -> 7.6 us pinned.
+constexpr uint32_t kDelayedAckRenewReads = 64;
 }  // namespace
 
 TcpReceivePump::TcpReceivePump(std::vector<int> fds, uint32_t nslots, size_t slotBytes, int peer,
@@ -99,6 +108,7 @@ ncclResult_t TcpReceivePump::take(size_t socket, void* into, size_t want, size_t
     ssize_t n = direct ? recv(fd, static_cast<char*>(into) + *got, rest, MSG_DONTWAIT)
                        : recv(fd, a.bytes.data(), a.bytes.size(), MSG_DONTWAIT);
     if (n > 0) {
+      if (a.reads++ % kDelayedAckRenewReads == 0) preferDelayedAcks(fd);
       if (direct)
         *got += static_cast<size_t>(n);
       else

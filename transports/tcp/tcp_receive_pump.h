@@ -51,6 +51,7 @@ class TcpReceivePump : public SlotPuller, public LivenessCheck {
   struct ReadAhead {
     std::vector<char> bytes;
     size_t start = 0, end = 0;
+    uint32_t reads = 0;  ///< reads that returned data (preferDelayedAcks is renewed by them)
   };
   /// Fills into[*got, want) from the socket's read-ahead, then the socket, without blocking.
   ncclResult_t take(size_t socket, void* into, size_t want, size_t* got, bool* wouldBlock);
