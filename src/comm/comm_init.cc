@@ -33,13 +33,18 @@ std::unordered_set<const ncclComm*>& liveSet() {
   return *live;
 }
 
+// Whether every rank on this host can have a core of its own.
+bool coreForEveryRank(const std::vector<PeerInfo>& peers, int rank) {
+  int local = 0;
+  for (const PeerInfo& p : peers) local += p.hostHash == peers[rank].hostHash;
+  return local <= hostCores(peers, rank);
+}
+
 // Spinning only pays while every rank on this host has a core of its own; oversubscribed ranks
 // must give their core to the peer they wait for.
 int chooseSpin(const CommConfig& cfg, const std::vector<PeerInfo>& peers, int rank) {
   if (cfg.spinIters >= 0) return cfg.spinIters;
-  int local = 0;
-  for (const PeerInfo& p : peers) local += p.hostHash == peers[rank].hostHash;
-  return local <= hostCores(peers, rank) ? 20000 : 50;
+  return coreForEveryRank(peers, rank) ? 20000 : 50;
 }
 
 // Every peer by default, since point-to-point and all-to-all need them;
@@ -152,6 +157,7 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   // Cores as all of rank 0's host's ranks see them together: one pinned rank sees one core.
   tuner.cores = hostCores(team.peers, 0);
   team.policy.spinIters = chooseSpin(comm->config, team.peers, rank);
+  team.policy.sleepWhenPeerHere = coreForEveryRank(team.peers, rank);
   team.mapHosts(comm->config.ringByHost, comm->config.rings);
   using Connect = CommConfig::Connect;
   const Connect mode = comm->config.connect;

@@ -91,6 +91,10 @@ struct WaitPolicy {
   /// e.g. another process took its core), down to kMinSpinPolls, doubled back towards spinIters
   /// whenever it did. Only the thread that owns the policy's communicator waits with it.
   mutable int spinNow = -1;
+  /// A wait on sockets whose sender is on this thread's core sleeps at once instead of yielding
+  /// first: its wake-up then puts it on a free core. For hosts with a core for every rank; where
+  /// ranks outnumber cores no core is free, and a yield hands the peer the core sooner.
+  bool sleepWhenPeerHere = false;
   StallObserver* stall = nullptr;    ///< the running operation's mismatch watch, if any
   WaitProgress* progress = nullptr;  ///< done before each sleep slice (WaitProgress)
   /// Waits that found nothing ready, and those of them that spinning did not end (the peer was
