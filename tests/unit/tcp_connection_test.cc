@@ -310,8 +310,8 @@ TEST(TcpReceivePump, AcknowledgesSmallFramesEverySecondOne) {
   }
   writer.thread.join();
   const uint32_t acks = segmentsSent() - before;
-  EXPECT_LT(acks, kFrames * 3 / 4) << "the receiving socket sent " << acks << " segments for "
-                                   << kFrames << " frames";
+  EXPECT_LT(acks, kFrames * 3 / 4)
+      << "the receiving socket sent " << acks << " segments for " << kFrames << " frames";
   close(out);
 }
 
