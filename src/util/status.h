@@ -31,7 +31,6 @@ class ErrorCapture {
   ~ErrorCapture();
   ErrorCapture(const ErrorCapture&) = delete;
   ErrorCapture& operator=(const ErrorCapture&) = delete;
-  const std::string& text() const { return text_; }
 
  private:
   std::string text_;
