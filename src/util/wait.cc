@@ -15,7 +15,8 @@ ncclResult_t waitSlow(const WaitPolicy& policy, const WakeWord& w, bool (*ready)
   // rank (sleepWhenPeerHere): a yield keeps the two ranks on one core, exchanging it call after
   // call, until the load balancer parts them (tens of milliseconds, whole benchmark runs at
   // 12 us a call instead of 8), whereas the socket's wake-up puts the sleeper on a free core.
-  // (Shared-memory waits keep the yields: their exchanges on one core cost less than a wake-up.)
+  // (Shared-memory waits keep the yields: sleeping at once there gained nothing at 2 ranks and
+  // lengthened the tail beside a busy thread at 64 KiB.)
   const int yields = peerHere && w.sleeper && policy.sleepWhenPeerHere ? 0 : 4;
   for (int i = 0; i < yields; i++) {
     sched_yield();
