@@ -10,14 +10,17 @@ namespace braid {
 
 /// The raw figures of one calibration; 0 where a measurement could not be made.
 struct CalibrationFigures {
-  double copyGbps = 0;        ///< kernels::copy, bytes copied per second / 1e9
-  double reduceGbps = 0;      ///< kernels::reduce (float sum), bytes reduced per second / 1e9
-  double threadOneWayUs = 0;  ///< half a round trip of a flag between two threads (logged only)
-  double tcpOneWayUs = 0;     ///< half a round trip of one byte over TCP loopback
-  double tcpGbps = 0;         ///< one TCP loopback stream, bytes per second / 1e9
+  double copyGbps = 0;    ///< kernels::copy, bytes copied per second / 1e9
+  double reduceGbps = 0;  ///< kernels::reduce (float sum), bytes reduced per second / 1e9
+  /// Half a round trip of a flag between two threads (logged only); 0 where no batch of round
+  /// trips fit its budget (every core busy).
+  double threadOneWayUs = 0;
+  double tcpOneWayUs = 0;  ///< half a round trip of one byte over TCP loopback
+  double tcpGbps = 0;      ///< one TCP loopback stream, bytes per second / 1e9
 };
 
-/// Runs the measurements (about 40 ms; under 100 ms even on a loaded 2-core host).
+/// Runs the measurements: about 40 ms on an idle host, a few hundred where every core is busy
+/// (the thread ping-pong stops at its budget).
 CalibrationFigures measureHost();
 /// The model's constants from the figures; a figure that is 0 keeps the built-in constant.
 LinkCosts linkCostsFromFigures(const CalibrationFigures& figures);

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tuner/calibration.h"
@@ -372,10 +374,16 @@ TEST(TunerCalibration, MeasuresEveryFigureQuickly) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GT(f.copyGbps, 0.1);
   EXPECT_GT(f.reduceGbps, 0.1);
-  EXPECT_GT(f.threadOneWayUs, 0);
   EXPECT_GT(f.tcpOneWayUs, 0);
   EXPECT_GT(f.tcpGbps, 0.01);
-  EXPECT_LT(ms, 500) << "the budget is under 100 ms on an idle host";
+  // (The thread ping-pong may find no core free under ctest's parallel runs: its figure, logged
+  // only, can then be 0; UnderFullLoadTheCalibrationKeepsItsBudget covers that case.)
+  // A bound for what a unit test can tell apart from load: the measurements are fixed work,
+  // about 40 ms on an idle host, and several times that beside the sanitizer passes or a busy
+  // neighbour; what this catches is work growing by orders of magnitude (a loop that runs on
+  // until a timeout), which would add seconds to the first init on each host (cost_source.cc
+  // keeps the figures per host).
+  EXPECT_LT(ms, 5000) << "the measurements take about 40 ms on an idle host";
   LinkCosts c = linkCostsFromFigures(f);
   EXPECT_EQ(c.shm.reduceGbps, f.reduceGbps);
   EXPECT_GT(c.tcp.alphaUs, 0);
@@ -384,6 +392,31 @@ TEST(TunerCalibration, MeasuresEveryFigureQuickly) {
   LinkCosts d = linkCostsFromFigures(none);
   EXPECT_EQ(d.tcp.alphaUs, defaultLinkCosts().tcp.alphaUs);
   EXPECT_EQ(d.shm.gbps, defaultLinkCosts().shm.gbps);
+}
+
+// Every core busy, as in training: the first init on a host must not wait seconds for the
+// calibration (its thread ping-pong, which spins and yields, took 10-13 s here beside two
+// spinning processes on 2 cores). The figures the cost model uses are still measured.
+TEST(TunerCalibration, UnderFullLoadTheCalibrationKeepsItsBudget) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < 2 * cores; i++)
+    busy.emplace_back([&stop] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  auto start = std::chrono::steady_clock::now();
+  CalibrationFigures f = measureHost();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  stop.store(true);
+  for (std::thread& t : busy) t.join();
+  EXPECT_LT(ms, 2000) << "the thread ping-pong's budget is 100 ms";
+  EXPECT_GT(f.copyGbps, 0.1);
+  EXPECT_GT(f.reduceGbps, 0.1);
+  EXPECT_GT(f.tcpOneWayUs, 0);
+  EXPECT_GT(f.tcpGbps, 0.01);
 }
 
 }  // namespace
