@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -35,6 +36,15 @@ class ConnectionEnd {
 
   FifoControl* fifo() const { return fifo_; }
   int peer() const { return peer_; }
+  /// Called with each slot's size as it is filled: the first slot larger than any before makes
+  /// that many bytes of every slot resident (fifoMakeSlotsResident), once per new size, so the
+  /// pages of slots a ring has not used yet are not faulted in the middle of later calls.
+  /// One compare otherwise. Any thread; two racing here both populate, harmlessly.
+  void slotFilling(size_t bytes) {
+    if (bytes <= residentBytes_.load(std::memory_order_relaxed)) return;
+    const bool done = fifoMakeSlotsResident(fifo_, bytes);
+    residentBytes_.store(done ? bytes : SIZE_MAX, std::memory_order_relaxed);
+  }
   bool failed() const { return failed_.load(); }
   /// Keeps lastError() as the reason, closes the FIFO and wakes whoever waits on it, so the
   /// rank notices instead of waiting for its deadline.
@@ -86,6 +96,8 @@ class ConnectionEnd {
   int peer_;
   void* mem_ = nullptr;
   FifoControl* fifo_ = nullptr;
+  /// Slot bytes already resident (slotFilling); SIZE_MAX where the kernel cannot populate.
+  std::atomic<size_t> residentBytes_{0};
   std::atomic<bool> failed_{false};
   std::mutex mutex_;
   std::string reason_;

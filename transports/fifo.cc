@@ -1,9 +1,13 @@
 #include "transports/fifo.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <new>
 #include <thread>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "util/clock.h"
 #include "util/status.h"
@@ -39,6 +43,23 @@ FifoControl* fifoInit(void* mem, uint32_t nslots, size_t slotBytes) {
   memset(c->claims, 0, sizeof(c->claims));
   mailboxInit(&c->mailbox);
   return c;
+}
+
+bool fifoMakeSlotsResident(FifoControl* c, size_t bytes) {
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14; older headers lack the name
+#endif
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  bytes = std::min(bytes, c->slotBytes);
+  for (uint32_t k = 0; k < c->nslots; k++) {
+    // Whole pages from the one holding the slot's first byte to the one holding its last.
+    const auto first = reinterpret_cast<uintptr_t>(fifoSlots(c) + k * c->slotBytes);
+    const uintptr_t start = first & ~(page - 1);
+    const uintptr_t end = (first + bytes + page - 1) & ~(page - 1);
+    if (madvise(reinterpret_cast<void*>(start), end - start, MADV_POPULATE_WRITE) != 0)
+      return false;
+  }
+  return true;
 }
 
 void fifoWriteStatus(FifoControl* c, const uint64_t status[kFifoStatusWords]) {

@@ -87,6 +87,12 @@ bool fifoReadStatus(const FifoControl* c, uint64_t status[kFifoStatusWords],
 inline char* fifoSlots(FifoControl* c) {
   return reinterpret_cast<char*>(c) + ((sizeof(FifoControl) + 4095) & ~size_t(4095));
 }
+/// Maps the pages of the first `bytes` of every slot now, without changing what they hold (slots
+/// may be in use). For FIFOs in private memory, whose pages the kernel maps on first touch: a
+/// ring whose calls post an even number of slots uses only every other slot, and a call that
+/// shifts the parity (a one-slot barrier) would otherwise fault in 512 KiB in the next calls.
+/// False where the kernel cannot (before Linux 5.14); the pages are then mapped on first touch.
+bool fifoMakeSlotsResident(FifoControl* c, size_t bytes);
 
 /// A FIFO whose filler is not a thread of its own but whoever waits on the FIFO (a TCP receive):
 /// pull() moves what has arrived into the FIFO without blocking; sleepFor() (WaitSleeper) waits

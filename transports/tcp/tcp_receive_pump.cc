@@ -143,6 +143,7 @@ ncclResult_t TcpReceivePump::pullFrame(bool* completed) {
                     filler_.slotBytes());
       void* slot;
       if (!filler_.tryAcquire(&slot)) return ncclSuccess;  // full: the rank takes a slot first
+      end_.slotFilling(header_.bytes);
       // A claimed position lands in the rank's buffer when the header is the one it expects
       // (fifo.h: FifoReceiver::claim); anything else goes to the slot, where the rank sees the
       // mismatch as usual.

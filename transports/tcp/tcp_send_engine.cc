@@ -44,6 +44,9 @@ void TcpSendEngine::drain(double seconds, const std::atomic<uint32_t>* abort) {
 
 void TcpSendEngine::pushPosted(const SlotInfo& info) {
   FifoControl* c = end_.fifo();
+  // A payload the rank copied into its slot (not lent): the other slots get pages for it now.
+  if (!c->lent[(c->head.load(std::memory_order_relaxed) - 1) % c->nslots])
+    end_.slotFilling(info.bytes);
   // Inline only when this slot is all that is queued: earlier (larger) slots are the thread's.
   const bool alone =
       c->head.load(std::memory_order_relaxed) - c->tail.load(std::memory_order_acquire) == 1;
