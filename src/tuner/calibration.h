@@ -12,8 +12,8 @@ namespace braid {
 struct CalibrationFigures {
   double copyGbps = 0;    ///< kernels::copy, bytes copied per second / 1e9
   double reduceGbps = 0;  ///< kernels::reduce (float sum), bytes reduced per second / 1e9
-  /// Half a round trip of a flag between two threads (logged only); 0 where no batch of round
-  /// trips fit its budget (every core busy).
+  /// Half a round trip of a flag between two threads (logged, not a model constant); 0 where no
+  /// batch of round trips fit its budget (every core busy: calibratedOnFreeCores).
   double threadOneWayUs = 0;
   double tcpOneWayUs = 0;  ///< half a round trip of one byte over TCP loopback
   double tcpGbps = 0;      ///< one TCP loopback stream, bytes per second / 1e9
@@ -22,6 +22,12 @@ struct CalibrationFigures {
 /// Runs the measurements: about 40 ms on an idle host, a few hundred where every core is busy
 /// (the thread ping-pong stops at its budget).
 CalibrationFigures measureHost();
+/// False when the calibration ran with every core busy (no batch of its thread ping-pong fit the
+/// budget): its figures then describe the neighbours as much as the host, and are not cached.
+inline bool calibratedOnFreeCores(const CalibrationFigures& f) {
+  return f.threadOneWayUs > 0;
+}
+
 /// The model's constants from the figures; a figure that is 0 keeps the built-in constant.
 LinkCosts linkCostsFromFigures(const CalibrationFigures& figures);
 

@@ -98,6 +98,13 @@ HostCosts resolveHostCosts() {
              ms, f.copyGbps, f.reduceGbps, f.threadOneWayUs, f.tcpOneWayUs, f.tcpGbps);
   h.source = "calibration";
   if (cache.empty()) return h;
+  // No batch of the thread ping-pong fit its budget: every core was busy, so the figures are
+  // this moment's neighbours as much as the host's. They serve this process; the cache, which
+  // every later process on the host would read, waits for a measurement of the host itself.
+  if (!calibratedOnFreeCores(f)) {
+    h.source += " with every core busy, not cached";
+    return h;
+  }
   if (writeLinkCostsFile(cache, h.costs, &error))
     h.source += ", cached at " + cache;
   else
