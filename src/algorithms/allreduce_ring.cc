@@ -8,6 +8,7 @@
 #include "algorithms/algorithm_registry.h"
 #include "algorithms/primitives.h"
 #include "algorithms/ring_allreduce.h"
+#include "algorithms/ring_schedules.h"
 
 namespace braid {
 namespace {
@@ -144,25 +145,19 @@ class RingAllReduce : public Algorithm {
     const auto* in = static_cast<const char*>(args.sendbuff);
     auto* out = static_cast<char*>(args.recvbuff);
     const size_t bytes = args.count * args.elemSize;
-    // Both rings across hosts from a slot per rank up: below, each ring's steps would carry less
-    // than a slot and the second ring would add steps, not bandwidth.
-    if (ctx.team.secondRingOrder.empty() || bytes < static_cast<size_t>(n) * ctx.config.slotBytes)
+    // A step of one ring carries a chunk of bytes / n.
+    if (!twoRingsPay(ctx, bytes / static_cast<size_t>(n)))
       return ringAllReduceSchedule(ctx, args, ring, n, ring.prev(), ring.next(), in, out,
                                    args.count);
     // Half the message on each ring (the first half a multiple of 64 elements), one step of
     // each in turn: every step waits only on earlier steps of its own ring (the rings share no
     // connection), so neither ring can wait on the other.
-    const size_t half = args.count / 2 / 64 * 64, es = args.elemSize;
+    const size_t half = firstHalf(args.count), es = args.elemSize;
     const patterns::Ring second = ctx.team.secondRing();
     RingAllReduceSteps a(ctx, args, ring, n, ring.prev(), ring.next(), in, out, half);
     RingAllReduceSteps b(ctx, args, second, n, second.prev(), second.next(), in + half * es,
                          out + half * es, args.count - half);
-    while (!a.done() || !b.done()) {
-      if (!a.done()) BRAID_TRY(a.step());
-      if (!b.done()) BRAID_TRY(b.step());
-    }
-    BRAID_TRY(a.finish());
-    return b.finish();
+    return runSideBySide(a, b);
   }
 };
 

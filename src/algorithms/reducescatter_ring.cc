@@ -1,6 +1,7 @@
 // Ring reduce-scatter: the first half of ring allreduce. Block b's partial sum starts at rank
 // b+1 and travels the ring, each rank adding its contribution, until rank b finishes it (post-op
-// applied) into its output.
+// applied) into its output. Across hosts, large blocks go half on each of two rings
+// (twoRingsPay).
 #include "algorithms/algorithm_registry.h"
 #include "algorithms/ring_schedules.h"
 
@@ -16,13 +17,26 @@ class RingReduceScatter : public Algorithm {
   }
   ncclResult_t run(const CollArgs& args, Context& ctx) const override {
     auto* in = static_cast<const char*>(args.sendbuff);
+    auto* out = static_cast<char*>(args.recvbuff);
     const size_t block = args.count, es = args.elemSize;
-    return subRingReduceScatter(
-        ctx, args, communicatorRing(ctx), 1,
-        [&](int owner, int) {
-          return ConstSpan{in + owner * block * es, block};
-        },
-        [&](int) { return static_cast<char*>(args.recvbuff); });
+    if (!twoRingsPay(ctx, block * es))
+      return subRingReduceScatter(
+          ctx, args, communicatorRing(ctx), 1,
+          [&](int owner, int) {
+            return ConstSpan{in + owner * block * es, block};
+          },
+          [&](int) { return out; });
+    // Across hosts, the first half of every block on the first ring, the rest on the second.
+    const size_t half = firstHalf(block);
+    auto firstSrc = [&](int owner, int) { return ConstSpan{in + owner * block * es, half}; };
+    auto secondSrc = [&](int owner, int) {
+      return ConstSpan{in + (owner * block + half) * es, block - half};
+    };
+    auto firstDst = [&](int) { return out; };
+    auto secondDst = [&](int) { return out + half * es; };
+    SubRingReduceScatterSteps a(ctx, args, communicatorRing(ctx), 1, firstSrc, firstDst);
+    SubRingReduceScatterSteps b(ctx, args, communicatorSecondRing(ctx), 1, secondSrc, secondDst);
+    return runSideBySide(a, b);
   }
 };
 

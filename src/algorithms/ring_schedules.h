@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <utility>
 
 #include "algorithms/primitives.h"
 #include "patterns/ring.h"
@@ -26,6 +27,27 @@ struct SubRing {
 inline SubRing communicatorRing(const Context& ctx) {
   const patterns::Ring ring = ctx.team.ring();
   return {ring, ctx.nranks(), ctx.rank(), ring.prev(), ring.next()};
+}
+
+/// The communicator's second ring (Team::secondRing: each host's ranks in reverse order), which
+/// exists across hosts unless BRAID_RINGS=1; labels ranks.
+inline SubRing communicatorSecondRing(const Context& ctx) {
+  const patterns::Ring ring = ctx.team.secondRing();
+  return {ring, ctx.nranks(), ctx.rank(), ring.prev(), ring.next()};
+}
+
+/// Whether a ring schedule whose steps would each carry `stepBytes` on one ring runs half of
+/// every step on each of two rings (NCCL's channels): only across hosts, where the second ring
+/// sends to other hosts from other ranks than the first, and only from a slot's worth a step
+/// up, since below it the second ring would add steps, not bandwidth.
+inline bool twoRingsPay(const Context& ctx, size_t stepBytes) {
+  return !ctx.team.secondRingOrder.empty() && stepBytes >= ctx.config.slotBytes;
+}
+
+/// The first of two halves of `count` elements: a multiple of 64 elements, so that both halves
+/// start where the vector kernels' blocks do.
+inline size_t firstHalf(size_t count) {
+  return count / 2 / 64 * 64;
 }
 
 /// A block of a ring schedule: where it is and how many elements it has (ConstSpan: in
@@ -49,61 +71,172 @@ SpanT pieceOf(SpanT b, size_t off, size_t step, size_t es) {
   return {b.at + start * es, std::min(step, b.len - start)};
 }
 
+/// Where a schedule of ring passes stands: `groups` passes per piece, a piece being `step`
+/// elements into every block, up to the widest block (`blockLen(member, group)`); a pass is a
+/// step per member (two where a ring has one member, as the loops these replace had).
+struct RingPassCursor {
+  struct At {
+    size_t off;  ///< the piece, in elements from each block's start
+    int g, s;    ///< the group, the step within the pass
+  };
+  template <class BlockLen>
+  RingPassCursor(const SubRing& r, int groups, size_t step, const BlockLen& blockLen)
+      : step(step), groups(groups), perPass(std::max(r.members, 2)) {
+    for (int j = 0; j < r.members; j++)
+      for (int g = 0; g < groups; g++) widest = std::max(widest, blockLen(j, g));
+  }
+  bool done() const { return at.off >= widest; }
+  /// The position to run now; moves on to the next.
+  At next() {
+    const At now = at;
+    if (++at.s == perPass) {
+      at.s = 0;
+      if (++at.g == groups) at.g = 0, at.off += step;
+    }
+    return now;
+  }
+  bool lastOfPass(const At& a) const { return a.s == perPass - 1; }
+
+  size_t step, widest = 0;
+  int groups, perPass;
+  At at{0, 0, 0};
+};
+
 /// Ring allgather over `r` of `groups` blocks per member: member j's block g is at where(j, g)
 /// (a Span; the same lengths on every member), this rank's own blocks are copied there from
 /// own(g) first (the same address: already in place). Groups run one after another per piece,
-/// each a plain ring pass, so no FIFO ever holds more than one pass's slots.
+/// each a plain ring pass, so no FIFO ever holds more than one pass's slots. One primitive per
+/// step(), so that two rings can run side by side from one thread (runSideBySide).
 template <class Where, class Own>
-ncclResult_t subRingAllGather(Context& ctx, const CollArgs& args, const SubRing& r, int groups,
-                              const Where& where, const Own& own) {
-  Primitives prims(ctx, args, std::span<const int>(&r.prev, 1), std::span<const int>(&r.next, 1));
-  const size_t es = args.elemSize, step = prims.maxElems();
-  size_t widest = 0;
-  for (int j = 0; j < r.members; j++)
-    for (int g = 0; g < groups; g++) widest = std::max(widest, where(j, g).len);
-  for (size_t off = 0; off < widest; off += step)
-    for (int g = 0; g < groups; g++) {
-      auto piece = [&](int j) { return pieceOf(where(j, g), off, step, es); };
-      const Span mine = piece(r.me);
-      const size_t start = std::min(off, where(r.me, g).len);
-      BRAID_TRY(prims.copyCopySend(own(g) + start * es, mine.at, mine.len));
-      for (int s = 1; s < r.members - 1; s++) {
-        const Span p = piece(r.ring.chunkAt(s));
-        BRAID_TRY(prims.recvCopySend(p.at, p.len));
-      }
-      const Span p = piece(r.ring.chunkAt(r.members - 1));
-      BRAID_TRY(prims.recv(p.at, p.len));
+class SubRingAllGatherSteps {
+ public:
+  SubRingAllGatherSteps(Context& ctx, const CollArgs& args, const SubRing& r, int groups,
+                        Where where, Own own)
+      : r_(r),
+        where_(std::move(where)),
+        own_(std::move(own)),
+        prims_(ctx, args, std::span<const int>(&r_.prev, 1), std::span<const int>(&r_.next, 1)),
+        es_(args.elemSize),
+        at_(r_, groups, prims_.maxElems(), [this](int j, int g) { return where_(j, g).len; }) {}
+  SubRingAllGatherSteps(const SubRingAllGatherSteps&) = delete;
+  SubRingAllGatherSteps& operator=(const SubRingAllGatherSteps&) = delete;
+
+  bool done() const { return at_.done(); }
+  /// Runs the next primitive (done() must be false): this rank's piece copied and sent, the
+  /// others received (and forwarded, but for the last).
+  ncclResult_t step() {
+    const RingPassCursor::At a = at_.next();
+    auto piece = [&](int j) { return pieceOf(where_(j, a.g), a.off, at_.step, es_); };
+    if (a.s == 0) {
+      const Span mine = piece(r_.me);
+      const size_t start = std::min(a.off, where_(r_.me, a.g).len);
+      return prims_.copyCopySend(own_(a.g) + start * es_, mine.at, mine.len);
     }
-  return ncclSuccess;
-}
+    if (at_.lastOfPass(a)) {
+      const Span p = piece(r_.ring.chunkAt(r_.members - 1));
+      return prims_.recv(p.at, p.len);
+    }
+    const Span p = piece(r_.ring.chunkAt(a.s));
+    return prims_.recvCopySend(p.at, p.len);
+  }
+  ncclResult_t finish() { return prims_.finish(); }
+
+ private:
+  const SubRing r_;  // before prims_, which keeps pointers to its prev and next
+  Where where_;
+  Own own_;
+  Primitives prims_;
+  const size_t es_;
+  RingPassCursor at_;
+};
 
 /// Ring reduce-scatter over `r` of `groups` blocks per member: this rank's contribution to
 /// member j's block g is at src(j, g) (a ConstSpan or Span); the reduced blocks of this rank's own
 /// label go to dst(g). args.op decides which pre-op the contributions get and whether the post-op
-/// is applied at the end (set postDiv = 1 for a first level, preMul = false for a second).
+/// is applied at the end (set postDiv = 1 for a first level, preMul = false for a second). One
+/// primitive per step(), as SubRingAllGatherSteps.
+template <class Src, class Dst>
+class SubRingReduceScatterSteps {
+ public:
+  SubRingReduceScatterSteps(Context& ctx, const CollArgs& args, const SubRing& r, int groups,
+                            Src src, Dst dst)
+      : r_(r),
+        src_(std::move(src)),
+        dst_(std::move(dst)),
+        prims_(ctx, args, std::span<const int>(&r_.prev, 1), std::span<const int>(&r_.next, 1)),
+        last_(ctx, args, std::span<const int>(&r_.prev, 1), std::span<const int>()),
+        es_(args.elemSize),
+        at_(r_, groups, prims_.maxElems(), [this](int j, int g) { return src_(j, g).len; }) {}
+  SubRingReduceScatterSteps(const SubRingReduceScatterSteps&) = delete;
+  SubRingReduceScatterSteps& operator=(const SubRingReduceScatterSteps&) = delete;
+
+  bool done() const { return at_.done(); }
+  /// Runs the next primitive (done() must be false): the first piece sent, the partial sums
+  /// received, reduced and sent on, this rank's own reduced into its output.
+  ncclResult_t step() {
+    const RingPassCursor::At a = at_.next();
+    auto piece = [&](int j) { return pieceOf(src_(j, a.g), a.off, at_.step, es_); };
+    if (a.s == 0) {
+      const auto p = piece(r_.ring.chunkAt(1));
+      return prims_.send(p.at, p.len);
+    }
+    if (at_.lastOfPass(a)) {
+      const auto p = piece(r_.me);
+      const size_t start = std::min(a.off, src_(r_.me, a.g).len);
+      return last_.recvReduceCopySend(p.at, dst_(a.g) + start * es_, p.len);
+    }
+    const auto p = piece(r_.ring.chunkAt(a.s + 1));
+    return prims_.recvReduceSend(p.at, p.len);
+  }
+  ncclResult_t finish() {
+    BRAID_TRY(prims_.finish());
+    return last_.finish();
+  }
+
+ private:
+  const SubRing r_;  // before the primitives, which keep pointers to its prev and next
+  Src src_;
+  Dst dst_;
+  Primitives prims_, last_;
+  const size_t es_;
+  RingPassCursor at_;
+};
+
+/// Runs schedules (done(), step(), finish()) one step of each in turn until all are done: rings
+/// that share no connection in the same direction, so that no step waits on another ring's.
+template <class... Steps>
+ncclResult_t runSideBySide(Steps&... steps) {
+  for (bool any = true; any;) {
+    any = false;
+    ncclResult_t r = ncclSuccess;
+    auto one = [&](auto& s) {
+      if (r != ncclSuccess || s.done()) return;
+      any = true;
+      r = s.step();
+    };
+    (one(steps), ...);
+    BRAID_TRY(r);
+  }
+  ncclResult_t r = ncclSuccess;
+  auto finish = [&](auto& s) {
+    if (r == ncclSuccess) r = s.finish();
+  };
+  (finish(steps), ...);
+  return r;
+}
+
+template <class Where, class Own>
+ncclResult_t subRingAllGather(Context& ctx, const CollArgs& args, const SubRing& r, int groups,
+                              const Where& where, const Own& own) {
+  SubRingAllGatherSteps<const Where&, const Own&> steps(ctx, args, r, groups, where, own);
+  return runSideBySide(steps);
+}
+
 template <class Src, class Dst>
 ncclResult_t subRingReduceScatter(Context& ctx, const CollArgs& args, const SubRing& r, int groups,
                                   const Src& src, const Dst& dst) {
-  Primitives prims(ctx, args, std::span<const int>(&r.prev, 1), std::span<const int>(&r.next, 1));
-  Primitives last(ctx, args, std::span<const int>(&r.prev, 1), std::span<const int>());
-  const size_t es = args.elemSize, step = prims.maxElems();
-  size_t widest = 0;
-  for (int j = 0; j < r.members; j++)
-    for (int g = 0; g < groups; g++) widest = std::max(widest, src(j, g).len);
-  for (size_t off = 0; off < widest; off += step)
-    for (int g = 0; g < groups; g++) {
-      auto piece = [&](int j) { return pieceOf(src(j, g), off, step, es); };
-      auto p = piece(r.ring.chunkAt(1));
-      BRAID_TRY(prims.send(p.at, p.len));
-      for (int s = 2; s < r.members; s++) {
-        p = piece(r.ring.chunkAt(s));
-        BRAID_TRY(prims.recvReduceSend(p.at, p.len));
-      }
-      p = piece(r.me);
-      const size_t start = std::min(off, src(r.me, g).len);
-      BRAID_TRY(last.recvReduceCopySend(p.at, dst(g) + start * es, p.len));
-    }
-  return ncclSuccess;
+  SubRingReduceScatterSteps<const Src&, const Dst&> steps(ctx, args, r, groups, src, dst);
+  return runSideBySide(steps);
 }
 
 /// Broadcast along `r` from member `from`: `len` elements from `src` (at `from`) into `dst` on

@@ -94,15 +94,15 @@ TEST(Collectives, LogarithmicAlgorithmsProcessesAndTcp) {
   BRAID_EXPECT_ALL_RANKS_OK(report);
 }
 
-// The hierarchical schedules, forced, on processes that NCCL_HOSTID splits into hosts (shared
+// Schedules across hosts, forced, on processes that NCCL_HOSTID splits into hosts (shared
 // memory within a host, TCP over loopback between hosts): hosts of 2 and 3 ranks, numbered host
 // by host and interleaved, 2 and 3 hosts; every dtype, every op at the larger shapes, the roots
 // first, middle and last (on different hosts and local indices).
-void hierarchicalOnHosts(int hosts, int nranks, bool interleaved, bool small) {
+void sweepOnHosts(int hosts, int nranks, bool interleaved, bool small, const char* algorithm) {
   auto env = kSmallSlots;
-  env.push_back({"NCCL_ALGO",
-                 "broadcast:hierarchical;reduce:hierarchical;allgather:hierarchical;"
-                 "reducescatter:hierarchical"});
+  const std::string a = algorithm;
+  env.push_back(
+      {"NCCL_ALGO", "broadcast:" + a + ";reduce:" + a + ";allgather:" + a + ";reducescatter:" + a});
   env.push_back({"NCCL_SOCKET_IFNAME", "lo"});
   // Rank 0 hosts the rendezvous, so the parent starts no bootstrap thread before it forks the
   // ranks: a fork while another thread holds one of ASan's allocator locks leaves the child
@@ -118,7 +118,7 @@ void hierarchicalOnHosts(int hosts, int nranks, bool interleaved, bool small) {
         setenv("NCCL_HOSTID", ("emulated-host-" + std::to_string(host)).c_str(), 1);
         ncclComm_t comm = ctx.initComm();
         if (!comm) return;
-        sweepOn(ctx, comm, small, Registration::kNone, "Hierarchical");
+        sweepOn(ctx, comm, small, Registration::kNone, algorithm);
         preAndPostOps(ctx, comm);
         ncclCommDestroy(comm);
       },
@@ -128,13 +128,21 @@ void hierarchicalOnHosts(int hosts, int nranks, bool interleaved, bool small) {
 }
 
 TEST(Collectives, HierarchicalTwoHostsOfTwo) {
-  hierarchicalOnHosts(2, 4, true, false);
-  hierarchicalOnHosts(2, 4, false, true);
+  sweepOnHosts(2, 4, true, false, "Hierarchical");
+  sweepOnHosts(2, 4, false, true, "Hierarchical");
 }
 
 TEST(Collectives, HierarchicalThreeHostsAndHostsOfThree) {
-  hierarchicalOnHosts(3, 6, false, true);
-  hierarchicalOnHosts(2, 6, true, true);
+  sweepOnHosts(3, 6, false, true, "Hierarchical");
+  sweepOnHosts(2, 6, true, true, "Hierarchical");
+}
+
+// The rings across hosts: allgather and reduce-scatter blocks of a slot (4 KiB here) or more go
+// half on each of two rings (ring_schedules.h: twoRingsPay), 1031 four-byte elements split 512 +
+// 519, in place and out of place; broadcast and reduce on the host-ordered ring.
+TEST(Collectives, RingsAcrossHosts) {
+  sweepOnHosts(2, 4, true, false, "Ring");
+  sweepOnHosts(3, 6, false, true, "Ring");
 }
 
 // Zero-copy allgather and reduce-scatter from registered ncclMemAlloc buffers (from 1 byte up

@@ -224,11 +224,12 @@ TEST(TopologyRing, BlockedRanksCrossTheNetworkTwice) {
   if (!isNamespaceChild()) expectCrossings(report, 2);
 }
 
-// The ring allreduce of a large message runs two rings, the second with each host's ranks in
-// reverse order: each ring's hops between hosts leave from another rank of the host, so every
-// rank sends its ring's share across, (n-1)/n of half the message per pass. With one ring
-// (BRAID_RINGS=1) one rank of each host sends it all, twice as much, and the other nothing. The
-// bytes crossing in all are the same, and the result exact, either way (3 hosts of 2 included).
+// The ring allreduce, reduce-scatter and allgather of a large message run two rings, the second
+// with each host's ranks in reverse order: each ring's hops between hosts leave from another rank
+// of the host, so every rank sends its ring's share across, (n-1)/n of half the message per pass.
+// With one ring (BRAID_RINGS=1) one rank of each host sends it all, twice as much, and the other
+// nothing. The bytes crossing in all are the same, and the result exact, either way (3 hosts of 2
+// included).
 TEST(TopologyRing, TwoRingsSendToOtherHostsFromEveryRank) {
   BRAID_SKIP_WITHOUT_NAMESPACES();
   const double s = kCount * 4.0, pass = (kRanks - 1.0) / kRanks;
@@ -248,6 +249,20 @@ TEST(TopologyRing, TwoRingsSendToOtherHostsFromEveryRank) {
       EXPECT_NEAR(each[r], want, 0.01) << rings << " ring(s), rank " << r << " of the sorted";
     }
     EXPECT_NEAR(crossHostMessages(report, "allreduce", size_t(s)), 4 * pass, 0.04) << rings;
+    // Reduce-scatter and allgather of 1 MB blocks: every rank sends n-1 half blocks across on
+    // the ring where its hop crosses, against n-1 whole blocks from half the ranks with one ring.
+    const double block = static_cast<double>(kCount / kRanks) * 4.0;
+    for (const char* coll : {"reducescatter", "allgather"}) {
+      std::vector<double> blocks;
+      for (const std::string& v : report.valuesOf(coll)) blocks.push_back(std::stod(v) / block);
+      ASSERT_EQ(blocks.size(), size_t(kRanks)) << coll;
+      std::sort(blocks.begin(), blocks.end());
+      for (int r = 0; r < kRanks; r++) {
+        const double want = two ? (kRanks - 1) / 2.0 : r < kRanks / 2 ? 0 : kRanks - 1.0;
+        EXPECT_NEAR(blocks[r], want, 0.01)
+            << coll << ", " << rings << " ring(s), rank " << r << " of the sorted";
+      }
+    }
   }
   RunReport three = runRing(Placement::kBlocks, "host", "allreduce:ring", "auto", 3, 6);
   BRAID_ASSERT_ALL_RANKS_OK(three);
