@@ -1,5 +1,6 @@
 // Ring broadcast: the root's data flows around the ring starting at the root, in slot-sized
-// chunks, each rank copying a chunk into its output while forwarding it (one pass).
+// chunks, each rank copying a chunk into its output while forwarding it (one pass). Across
+// hosts, a large message goes half down each of two rings (twoRingsPay).
 
 #include "algorithms/algorithm_registry.h"
 #include "algorithms/broadcast_pipeline.h"
@@ -16,10 +17,19 @@ class RingBroadcast : public Algorithm {
     return args.coll == CollType::kBroadcast && ctx.nranks() > 1;
   }
   ncclResult_t run(const CollArgs& args, Context& ctx) const override {
-    return withRollCall(ctx, args, [&] {
-      return subRingBroadcast(ctx, args, communicatorRing(ctx), args.root,
-                              static_cast<const char*>(args.sendbuff),
-                              static_cast<char*>(args.recvbuff), args.count);
+    const auto* src = static_cast<const char*>(args.sendbuff);
+    auto* dst = static_cast<char*>(args.recvbuff);
+    const size_t es = args.elemSize;
+    return withRollCall(ctx, args, [&]() -> ncclResult_t {
+      if (!twoRingsPay(ctx, args.count * es))
+        return subRingBroadcast(ctx, args, communicatorRing(ctx), args.root, src, dst, args.count);
+      // Across hosts, the first half down the host-ordered ring's chain, the rest down the
+      // second ring's (the input is only the root's: elsewhere it may be null).
+      const size_t half = firstHalf(args.count);
+      SubRingBroadcastSteps a(ctx, args, communicatorRing(ctx), args.root, src, dst, half);
+      SubRingBroadcastSteps b(ctx, args, communicatorSecondRing(ctx), args.root,
+                              offsetOrNull(src, half, es), dst + half * es, args.count - half);
+      return runSideBySide(a, b);
     });
   }
 };

@@ -1,42 +1,47 @@
 #include "algorithms/ring_schedules.h"
 
-#include "algorithms/broadcast_pipeline.h"
-
 namespace braid {
 
-ncclResult_t subRingBroadcast(Context& ctx, const CollArgs& args, const SubRing& r, int from,
-                              const char* src, char* dst, size_t len) {
-  const bool isRoot = r.me == from;
-  const bool isLeaf = r.ring.next() == from;  // label after this one: the chain ends here
-  Primitives prims(ctx, args, std::span<const int>(&r.prev, isRoot ? 0 : 1),
-                   std::span<const int>(&r.next, isLeaf ? 0 : 1));
-  CollArgs part = args;
-  part.sendbuff = src;
-  part.recvbuff = dst;
-  part.count = len;
-  return pipelineBroadcast(prims, part,
-                           isRoot   ? BroadcastRole::kRoot
-                           : isLeaf ? BroadcastRole::kLeaf
-                                    : BroadcastRole::kInner);
+SubRingBroadcastSteps::SubRingBroadcastSteps(Context& ctx, const CollArgs& args, const SubRing& r,
+                                             int from, const char* src, char* dst, size_t len)
+    : r_(r),
+      root_(r.me == from),
+      leaf_(r.ring.next() == from),  // label after this one: the chain ends here
+      prims_(ctx, args, std::span<const int>(&r_.prev, root_ ? 0 : 1),
+             std::span<const int>(&r_.next, leaf_ ? 0 : 1)),
+      src_(src),
+      dst_(dst),
+      len_(len),
+      es_(args.elemSize),
+      step_(prims_.maxElems()) {}
+
+ncclResult_t SubRingBroadcastSteps::step() {
+  const size_t off = off_, n = std::min(step_, len_ - off);
+  off_ += step_;
+  if (root_) return prims_.copyCopySend(src_ + off * es_, dst_ + off * es_, n);
+  if (leaf_) return prims_.recv(dst_ + off * es_, n);
+  return prims_.recvCopySend(dst_ + off * es_, n);
 }
 
-ncclResult_t subRingReduce(Context& ctx, const CollArgs& args, const SubRing& r, int to,
-                           const char* src, char* dst, size_t len) {
-  const bool isRoot = r.me == to;
-  const bool isFirst = r.ring.prev() == to;  // the chain starts right after the root
-  Primitives prims(ctx, args, std::span<const int>(&r.prev, isFirst ? 0 : 1),
-                   std::span<const int>(&r.next, isRoot ? 0 : 1));
-  const size_t es = args.elemSize, step = prims.maxElems();
-  for (size_t off = 0; off < len; off += step) {
-    const size_t n = std::min(step, len - off);
-    if (isFirst)
-      BRAID_TRY(prims.send(src + off * es, n));
-    else if (isRoot)
-      BRAID_TRY(prims.recvReduceCopySend(src + off * es, dst + off * es, n));
-    else
-      BRAID_TRY(prims.recvReduceSend(src + off * es, n));
-  }
-  return ncclSuccess;
+SubRingReduceSteps::SubRingReduceSteps(Context& ctx, const CollArgs& args, const SubRing& r, int to,
+                                       const char* src, char* dst, size_t len)
+    : r_(r),
+      root_(r.me == to),
+      first_(r.ring.prev() == to),  // the chain starts right after the root
+      prims_(ctx, args, std::span<const int>(&r_.prev, first_ ? 0 : 1),
+             std::span<const int>(&r_.next, root_ ? 0 : 1)),
+      src_(src),
+      dst_(dst),
+      len_(len),
+      es_(args.elemSize),
+      step_(prims_.maxElems()) {}
+
+ncclResult_t SubRingReduceSteps::step() {
+  const size_t off = off_, n = std::min(step_, len_ - off);
+  off_ += step_;
+  if (first_) return prims_.send(src_ + off * es_, n);
+  if (root_) return prims_.recvReduceCopySend(src_ + off * es_, dst_ + off * es_, n);
+  return prims_.recvReduceSend(src_ + off * es_, n);
 }
 
 }  // namespace braid

@@ -240,13 +240,67 @@ ncclResult_t subRingReduceScatter(Context& ctx, const CollArgs& args, const SubR
 }
 
 /// Broadcast along `r` from member `from`: `len` elements from `src` (at `from`) into `dst` on
-/// every member, in slot-sized pieces down the chain from..from-1.
-ncclResult_t subRingBroadcast(Context& ctx, const CollArgs& args, const SubRing& r, int from,
-                              const char* src, char* dst, size_t len);
+/// every member, in slot-sized pieces down the chain from..from-1, one piece per step().
+class SubRingBroadcastSteps {
+ public:
+  SubRingBroadcastSteps(Context& ctx, const CollArgs& args, const SubRing& r, int from,
+                        const char* src, char* dst, size_t len);
+  SubRingBroadcastSteps(const SubRingBroadcastSteps&) = delete;
+  SubRingBroadcastSteps& operator=(const SubRingBroadcastSteps&) = delete;
+  bool done() const { return off_ >= len_; }
+  ncclResult_t step();
+  ncclResult_t finish() { return prims_.finish(); }
+
+ private:
+  const SubRing r_;  // before prims_, which keeps pointers to its prev and next
+  const bool root_, leaf_;
+  Primitives prims_;
+  const char* src_;
+  char* dst_;
+  const size_t len_, es_, step_;
+  size_t off_ = 0;
+};
 
 /// Reduce along `r` to member `to`: every member's `len` elements at `src` (pre-op as args.op
-/// says), the result (post-op applied) into `dst` at `to`, in a chain from to+1 to `to`.
-ncclResult_t subRingReduce(Context& ctx, const CollArgs& args, const SubRing& r, int to,
-                           const char* src, char* dst, size_t len);
+/// says), the result (post-op applied) into `dst` at `to`, in a chain from to+1 to `to`, one
+/// piece per step().
+class SubRingReduceSteps {
+ public:
+  SubRingReduceSteps(Context& ctx, const CollArgs& args, const SubRing& r, int to, const char* src,
+                     char* dst, size_t len);
+  SubRingReduceSteps(const SubRingReduceSteps&) = delete;
+  SubRingReduceSteps& operator=(const SubRingReduceSteps&) = delete;
+  bool done() const { return off_ >= len_; }
+  ncclResult_t step();
+  ncclResult_t finish() { return prims_.finish(); }
+
+ private:
+  const SubRing r_;  // before prims_, which keeps pointers to its prev and next
+  const bool root_, first_;
+  Primitives prims_;
+  const char* src_;
+  char* dst_;
+  const size_t len_, es_, step_;
+  size_t off_ = 0;
+};
+
+inline ncclResult_t subRingBroadcast(Context& ctx, const CollArgs& args, const SubRing& r, int from,
+                                     const char* src, char* dst, size_t len) {
+  SubRingBroadcastSteps steps(ctx, args, r, from, src, dst, len);
+  return runSideBySide(steps);
+}
+
+inline ncclResult_t subRingReduce(Context& ctx, const CollArgs& args, const SubRing& r, int to,
+                                  const char* src, char* dst, size_t len) {
+  SubRingReduceSteps steps(ctx, args, r, to, src, dst, len);
+  return runSideBySide(steps);
+}
+
+/// `p` + `elems` elements of `es` bytes, or nullptr where `p` is (a buffer a rank does not use,
+/// such as a broadcast's input away from the root).
+template <class T>
+T* offsetOrNull(T* p, size_t elems, size_t es) {
+  return p ? p + elems * es : nullptr;
+}
 
 }  // namespace braid

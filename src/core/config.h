@@ -49,8 +49,8 @@ struct CommConfig {
   /// BRAID_RING_ORDER=host (default): rings visit each host's ranks one after another;
   /// rank: rings follow rank numbers
   bool ringByHost = true;
-  /// BRAID_RINGS (1 or 2, default 2): rings the ring allreduce, reduce-scatter and allgather run
-  /// side by side across hosts
+  /// BRAID_RINGS (1 or 2, default 2): rings the ring allreduce, reduce-scatter, allgather,
+  /// broadcast and reduce run side by side across hosts
   /// (Team::secondRingOrder); 1 keeps one ring, whose hops between hosts leave from one rank of
   /// each host
   int rings = 2;

@@ -137,9 +137,9 @@ TEST(Collectives, HierarchicalThreeHostsAndHostsOfThree) {
   sweepOnHosts(2, 6, true, true, "Hierarchical");
 }
 
-// The rings across hosts: allgather and reduce-scatter blocks of a slot (4 KiB here) or more go
-// half on each of two rings (ring_schedules.h: twoRingsPay), 1031 four-byte elements split 512 +
-// 519, in place and out of place; broadcast and reduce on the host-ordered ring.
+// The rings across hosts: allgather and reduce-scatter blocks, broadcasts and reduces of a slot
+// (4 KiB here) or more go half on each of two rings (ring_schedules.h: twoRingsPay), 1031
+// four-byte elements split 512 + 519, in place and out of place, every root.
 TEST(Collectives, RingsAcrossHosts) {
   sweepOnHosts(2, 4, true, false, "Ring");
   sweepOnHosts(3, 6, false, true, "Ring");
