@@ -122,9 +122,9 @@ struct Draw {
 ///    the winner varies by rank and element and every value is exact (offset + n <= 2^p).
 ///  - Float products: +-1/2, +-1, +-2 (exact powers of two).
 ///  - Float sums (sum, premulsum): integers k with |k| <= 2^p / n times the element's power of
-///    two, so that the magnitudes of any subset of the n terms add up to at most 2^p units: fp8
-///    E5M2 holds -1..1 at 5 and 8 ranks, E4M3 -2..2 at 8 ranks, fp16 -256..256, bf16 -32..32,
-///    float and double far more.
+///    two, so that the magnitudes of any subset of the n terms add up to at most 2^p units: at 8
+///    ranks fp8 E5M2 holds -1..1 (at 5 too), E4M3 -2..2, bf16 -32..32, fp16 -256..256, float and
+///    double far more.
 ///  - Float avg: n times -2..2 (-1..1 in fp8), so that each rank's premultiplied term, x times
 ///    (dtype)(1/n) rounded to the dtype, is a small number again (NCCL's premulsum).
 template <int D>
