@@ -9,9 +9,12 @@ namespace {
 
 static_assert(sizeof(device::LaunchArgs) <= 4000, "kernel parameters are limited to 4 KiB");
 
+// One block per multiprocessor is all a channel needs (a launch's channels are its blocks), so
+// the compiler may give a thread all the registers it wants: with the default target of two
+// blocks per multiprocessor it capped them at 128 and spilled the schedules' state.
 template <int D, class Op>
-__global__ void __launch_bounds__(kCollectiveThreads)
-    collectiveKernel(const device::LaunchArgs launch, int* status) {
+__global__ void __launch_bounds__(kCollectiveThreads, 1)
+    collectiveKernel(const __grid_constant__ device::LaunchArgs launch, int* status) {
   __shared__ device::BlockShared shared;
   const device::Block block{static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)};
   const int result = device::runLaunch<D, Op>(launch, static_cast<int>(blockIdx.x), block, &shared);

@@ -10,7 +10,7 @@ static_assert(sizeof(device::P2pLaunchArgs) <= 32764,
               "kernel parameters are limited to 32764 bytes (CUDA 12.1 and later)");
 
 __global__ void __launch_bounds__(kCollectiveThreads)
-    p2pKernel(const device::P2pLaunchArgs launch, int* status, int statusWords) {
+    p2pKernel(const __grid_constant__ device::P2pLaunchArgs launch, int* status, int statusWords) {
   __shared__ device::BlockShared shared;
   const device::Block block{static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)};
   const int result = device::runP2pBlock(launch, static_cast<int>(blockIdx.x), block, &shared);

@@ -38,20 +38,22 @@ inline const char* unsupported(const LaunchArgs& l) {
 }
 
 template <int D, class Op>
-BRAID_DEVICE_FN int runChannel(const CollectiveArgs& given, int channel, const Block& block,
+BRAID_DEVICE_FN int runChannel(const CollectiveArgs& a, int channel, const Block& block,
                                BlockShared* shared) {
   if (block.leader()) shared->aborted = 0;
   block.sync();
-  // A scalar in device memory is read now, in stream order (what earlier work wrote).
-  CollectiveArgs a = given;
-  if (a.scalarOnDevice != nullptr) {
-    const unsigned char* from = static_cast<const unsigned char*>(a.scalarOnDevice);
-    for (std::size_t i = 0; i < sizeof(typename ElementType<D>::Storage); ++i)
-      a.op.scalar[i] = from[i];
-  }
   char* scratch = a.comm.scratch + channel * a.comm.scratchBytesPerChannel;
-  const ChannelContext c{&a,     channel, block,
-                         shared, scratch, scratch + a.comm.scratchBytesPerChannel / 2};
+  ChannelContext c{&a.comm,
+                   a.protocol,
+                   channel,
+                   block,
+                   shared,
+                   scratch,
+                   scratch + a.comm.scratchBytesPerChannel / 2};
+  c.args = &a;
+  // A scalar in device memory is read where it is, in stream order (what earlier work wrote).
+  c.scalar = a.scalarOnDevice != nullptr ? static_cast<const unsigned char*>(a.scalarOnDevice)
+                                         : a.op.scalar;
   if (a.count > 0) {
     switch (a.collective) {
       case Collective::kAllReduce:

@@ -50,7 +50,7 @@ struct alignas(128) DeviceFifo {
                                   ///< {flag << 32 | 4 data bytes}
   std::uint32_t slots;            ///< slots in flight, at least 2
   std::uint32_t simpleSlotBytes;  ///< a multiple of 16
-  std::uint32_t llSlotBytes;      ///< data bytes per LL slot, a multiple of 8
+  std::uint32_t llSlotBytes;      ///< data bytes per LL slot, a multiple of 16
 };
 
 /// The size of a FIFO's slots: the same on both ends of every FIFO of a communicator.

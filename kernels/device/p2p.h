@@ -99,7 +99,7 @@ BRAID_DEVICE_FN void p2pSend(const ChannelContext& c, Link& link, const P2pItem&
     const std::size_t n = mine.end - offset < capacity ? mine.end - offset : capacity;
     const P2pHeader header{it.bytes, offset};
     char* slot = sendBegin(c, link);
-    if (c.args->protocol == Protocol::kSimple) {
+    if (c.protocol == Protocol::kSimple) {
       if (c.block.leader()) *reinterpret_cast<P2pHeader*>(slot) = header;
       copyBytes(c.block, slot + kP2pHeaderBytes, nullptr, src + offset, n);
       sendEnd(c, link, kP2pHeaderBytes + n);
@@ -157,7 +157,7 @@ BRAID_DEVICE_FN void p2pRecv(const ChannelContext& c, Link& link, const P2pItem&
   const std::size_t capacity = chunkCapacity(c, link.fifo) - kP2pHeaderBytes;
   for (;;) {
     P2pHeader header{};
-    if (c.args->protocol == Protocol::kSimple) {
+    if (c.protocol == Protocol::kSimple) {
       const char* slot = recvBegin(c, link, 0);
       if (aborted(c)) return;
       header = *reinterpret_cast<const P2pHeader*>(slot);
@@ -231,9 +231,7 @@ BRAID_DEVICE_FN int runP2pBlock(const P2pLaunchArgs& l, int block, const Block& 
   threads.sync();
   const int pair = block / l.channelsPerPeer;
   const int channel = block % l.channelsPerPeer;
-  CollectiveArgs a;  // what the primitives read: the communicator and the protocol
-  a.comm = l.comm;
-  const ChannelContext c{&a, channel, threads, shared, nullptr, nullptr};
+  ChannelContext c{&l.comm, Protocol::kSimple, channel, threads, shared, nullptr, nullptr};
   bool mismatch = false;
   int selfCount = 0;
   for (int i = 0; i < l.count && !aborted(c); ++i) {
@@ -250,7 +248,7 @@ BRAID_DEVICE_FN int runP2pBlock(const P2pLaunchArgs& l, int block, const Block& 
       threads.sync();
       continue;
     }
-    a.protocol = static_cast<Protocol>(it.protocol);
+    c.protocol = static_cast<Protocol>(it.protocol);
     if (it.isSend) {
       Link link = sendLink(c, it.peer);
       p2pSend(c, link, it, channel, l.channelsPerPeer);

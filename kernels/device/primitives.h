@@ -16,6 +16,7 @@
 #include "kernels/cuda/element.h"
 #include "kernels/device/fifo.h"
 #include "kernels/device/sync.h"
+#include "kernels/device/vector_io.h"
 
 namespace braid::kernels::device {
 
@@ -31,14 +32,21 @@ struct Link {
   std::uint64_t* sent = nullptr;  ///< a send link's step count, in the sender's own memory
 };
 
-/// One rank's run of one channel: the arguments, the block, and where LL chunks are staged.
+/// One rank's run of one channel: the communicator, the protocol, the block, and where LL
+/// chunks are staged. Everything is read where the launch put it (the kernel's parameter, in
+/// constant space): nothing of the arguments is copied into a thread's local memory.
 struct ChannelContext {
-  const CollectiveArgs* args;
+  const DeviceComm* comm;
+  Protocol protocol;
   int channel;
   Block block;
   BlockShared* shared;
-  char* recvScratch;  ///< LL: the received chunk, unpacked
-  char* sendScratch;  ///< LL: the chunk being built, packed at sendEnd
+  char* recvScratch;                     ///< LL: the received chunk, unpacked
+  char* sendScratch;                     ///< LL: the chunk being built, packed at sendEnd
+  const CollectiveArgs* args = nullptr;  ///< the collective's call (nullptr: point-to-point)
+  /// premulsum's factor in the dtype's bytes: args->op.scalar, or where ncclScalarDevice put it
+  /// (read in stream order, when the step needs it).
+  const unsigned char* scalar = nullptr;
 };
 
 BRAID_DEVICE_FN bool aborted(const ChannelContext& c) {
@@ -46,7 +54,7 @@ BRAID_DEVICE_FN bool aborted(const ChannelContext& c) {
 }
 
 BRAID_DEVICE_FN bool abortRaised(const ChannelContext& c) {
-  const int* word = c.args->comm.abort;
+  const int* word = c.comm->abort;
   if (word == nullptr) return false;
 #if defined(__CUDA_ARCH__)
   return *reinterpret_cast<const volatile int*>(word) != 0;
@@ -60,7 +68,7 @@ BRAID_DEVICE_FN bool abortRaised(const ChannelContext& c) {
 BRAID_DEVICE_FN bool giveUp(const ChannelContext& c, unsigned polls, std::uint64_t* since) {
   if ((polls & 63) != 63) return false;
   if (abortRaised(c)) return true;
-  const std::uint64_t limit = c.args->comm.timeoutNs;
+  const std::uint64_t limit = c.comm->timeoutNs;
   if (limit == 0) return false;
   const std::uint64_t now = nowNs();
   if (*since == 0) *since = now;
@@ -69,7 +77,7 @@ BRAID_DEVICE_FN bool giveUp(const ChannelContext& c, unsigned polls, std::uint64
 
 /// The link that receives from `peer` on this channel (its step: what this rank has read).
 BRAID_DEVICE_FN Link recvLink(const ChannelContext& c, int peer) {
-  const DeviceComm& m = c.args->comm;
+  const DeviceComm& m = *c.comm;
   DeviceFifo* fifo = m.inbox[c.channel * m.nranks + peer];
   return Link{fifo, loadRelaxed(&fifo->head)};
 }
@@ -78,14 +86,14 @@ BRAID_DEVICE_FN Link recvLink(const ChannelContext& c, int peer) {
 /// in its own memory: once the receiver has read the last chunk, the sender writes nothing more
 /// into the receiver's memory, which may then be freed).
 BRAID_DEVICE_FN Link sendLink(const ChannelContext& c, int peer) {
-  const DeviceComm& m = c.args->comm;
+  const DeviceComm& m = *c.comm;
   const int at = c.channel * m.nranks + peer;
   return Link{m.outbox[at], loadRelaxed(&m.sent[at]), &m.sent[at]};
 }
 
 /// Bytes one chunk may hold under the launch's protocol.
 BRAID_DEVICE_FN std::size_t chunkCapacity(const ChannelContext& c, const DeviceFifo* fifo) {
-  return c.args->protocol == Protocol::kLL ? fifo->llSlotBytes : fifo->simpleSlotBytes;
+  return c.protocol == Protocol::kLL ? fifo->llSlotBytes : fifo->simpleSlotBytes;
 }
 
 /// The leader waits until *word >= target (or the abort word is raised); then the whole block
@@ -122,7 +130,7 @@ BRAID_DEVICE_FN std::size_t llWords(std::size_t bytes) {
 
 /// Waits for the chunk `link.step` and returns where its `bytes` can be read.
 BRAID_DEVICE_FN const char* recvBegin(const ChannelContext& c, Link& link, std::size_t bytes) {
-  if (c.args->protocol == Protocol::kSimple) {
+  if (c.protocol == Protocol::kSimple) {
     waitAtLeast(c, &link.fifo->tail, link.step + 1);
     return slotOf(link.fifo, link.step);
   }
@@ -145,7 +153,11 @@ BRAID_DEVICE_FN const char* recvBegin(const ChannelContext& c, Link& link, std::
     if (gaveUp) break;
     const std::uint32_t data = static_cast<std::uint32_t>(word);
     unsigned char* out = reinterpret_cast<unsigned char*>(c.recvScratch) + 4 * i;
-    for (std::size_t k = 0; k < 4 && 4 * i + k < bytes; ++k) out[k] = (data >> (8 * k)) & 0xff;
+    if (4 * i + 4 <= bytes) {
+      __builtin_memcpy(out, &data, 4);  // both targets are little-endian: byte k is data >> 8k
+    } else {
+      for (std::size_t k = 0; 4 * i + k < bytes; ++k) out[k] = (data >> (8 * k)) & 0xff;
+    }
   }
   if (gaveUp) c.shared->aborted = 1;
   c.block.sync();
@@ -163,13 +175,13 @@ BRAID_DEVICE_FN void recvEnd(const ChannelContext& c, Link& link) {
 BRAID_DEVICE_FN char* sendBegin(const ChannelContext& c, Link& link) {
   const std::uint64_t slots = link.fifo->slots;
   if (link.step + 1 > slots) waitAtLeast(c, &link.fifo->head, link.step + 1 - slots);
-  return c.args->protocol == Protocol::kSimple ? slotOf(link.fifo, link.step) : c.sendScratch;
+  return c.protocol == Protocol::kSimple ? slotOf(link.fifo, link.step) : c.sendScratch;
 }
 
 /// Publishes the chunk of `bytes` written since sendBegin.
 BRAID_DEVICE_FN void sendEnd(const ChannelContext& c, Link& link, std::size_t bytes) {
   c.block.sync();  // every thread has written its part
-  if (c.args->protocol == Protocol::kSimple) {
+  if (c.protocol == Protocol::kSimple) {
     if (c.block.leader() && !aborted(c)) {
       storeRelaxed(link.sent, link.step + 1);
       fenceBeforePublish();
@@ -181,8 +193,12 @@ BRAID_DEVICE_FN void sendEnd(const ChannelContext& c, Link& link, std::size_t by
     const unsigned char* in = reinterpret_cast<const unsigned char*>(c.sendScratch);
     for (std::size_t i = c.block.thread; i < llWords(bytes); i += c.block.threads) {
       std::uint32_t data = 0;
-      for (std::size_t k = 0; k < 4 && 4 * i + k < bytes; ++k)
-        data |= static_cast<std::uint32_t>(in[4 * i + k]) << (8 * k);
+      if (4 * i + 4 <= bytes) {
+        __builtin_memcpy(&data, in + 4 * i, 4);
+      } else {
+        for (std::size_t k = 0; 4 * i + k < bytes; ++k)
+          data |= static_cast<std::uint32_t>(in[4 * i + k]) << (8 * k);
+      }
       storeRelaxed(&lines[i], flag | data);
     }
     if (c.block.leader()) storeRelaxed(link.sent, link.step + 1);
@@ -191,41 +207,15 @@ BRAID_DEVICE_FN void sendEnd(const ChannelContext& c, Link& link, std::size_t by
   ++link.step;
 }
 
-/// dst (and dst2 when given) = src, `bytes` bytes, by the block's threads.
-BRAID_DEVICE_FN void copyBytes(const Block& b, void* dst, void* dst2, const void* src,
-                               std::size_t bytes) {
-  unsigned char* d = static_cast<unsigned char*>(dst);
-  unsigned char* d2 = static_cast<unsigned char*>(dst2);
-  const unsigned char* s = static_cast<const unsigned char*>(src);
-  if (d == s && d2 == nullptr) return;
-  std::size_t from = 0;
-  if (d2 == nullptr &&
-      ((reinterpret_cast<std::uintptr_t>(d) | reinterpret_cast<std::uintptr_t>(s)) & 15) == 0) {
-    // Both 16-byte aligned: 16 bytes per thread and step (a full memory transaction per warp).
-    struct alignas(16) Vec {
-      std::uint64_t lo, hi;
-    };
-    const std::size_t vectors = bytes / 16;
-    Vec* dv = reinterpret_cast<Vec*>(d);
-    const Vec* sv = reinterpret_cast<const Vec*>(s);
-    for (std::size_t i = b.thread; i < vectors; i += b.threads) dv[i] = sv[i];
-    from = vectors * 16;
-  }
-  for (std::size_t i = from + b.thread; i < bytes; i += b.threads) {
-    const unsigned char v = s[i];
-    d[i] = v;
-    if (d2 != nullptr) d2[i] = v;
-  }
-}
-
-/// The element parameters of one reduce step (kernels/cuda/element.h), made on either side.
+/// The element parameters of one reduce step of the channel's collective (kernels/cuda/element.h).
 template <int D>
-BRAID_DEVICE_FN cuda::ElementParams<D> stepParams(const ReduceOp& op, bool hasAcc, bool pre,
+BRAID_DEVICE_FN cuda::ElementParams<D> stepParams(const ChannelContext& c, bool hasAcc, bool pre,
                                                   bool post) {
   using E = ElementType<D>;
+  const ReduceOp& op = c.args->op;
   typename E::Storage bits{};
   unsigned char* to = reinterpret_cast<unsigned char*>(&bits);
-  for (std::size_t i = 0; i < sizeof(bits); ++i) to[i] = op.scalar[i];
+  for (std::size_t i = 0; i < sizeof(bits); ++i) to[i] = c.scalar[i];
   cuda::ElementParams<D> p{};
   p.scalar = E::load(bits);
   p.divisor = op.postDiv;
@@ -233,23 +223,6 @@ BRAID_DEVICE_FN cuda::ElementParams<D> stepParams(const ReduceOp& op, bool hasAc
   p.pre = pre && op.preMul;
   p.post = post && op.postDiv > 1;
   return p;
-}
-
-/// out0[i] (and out1[i]) = post(acc[i] OP pre(local[i])) for i < n, by the block's threads;
-/// acc == nullptr: post(pre(local[i])).
-template <int D, class Op>
-BRAID_DEVICE_FN void reduceElements(const Block& b, const cuda::ElementParams<D>& p, void* out0,
-                                    void* out1, const void* acc, const void* local, std::size_t n) {
-  using S = typename ElementType<D>::Storage;
-  S* o0 = static_cast<S*>(out0);
-  S* o1 = static_cast<S*>(out1);
-  const S* a = static_cast<const S*>(acc);
-  const S* l = static_cast<const S*>(local);
-  for (std::size_t i = b.thread; i < n; i += b.threads) {
-    const S v = cuda::ReduceElement<D, Op>::apply(p, a != nullptr ? a[i] : S{}, l[i]);
-    o0[i] = v;
-    if (o1 != nullptr) o1[i] = v;
-  }
 }
 
 }  // namespace braid::kernels::device

@@ -11,20 +11,43 @@
 
 namespace braid::kernels::device {
 
-/// [begin, end) of part `i` of `n` equal parts of [0, total).
 struct Range {
   std::size_t begin, end;
   BRAID_DEVICE_FN std::size_t size() const { return end - begin; }
 };
-BRAID_DEVICE_FN Range partOf(std::size_t total, std::size_t i, std::size_t n) {
-  return Range{total * i / n, total * (i + 1) / n};
+
+/// [begin, end) of part `i` of `n` near-equal parts of [0, total), cut at multiples of
+/// `granule` (the last part ends at `total`). Cutting the elements of a buffer at 16 bytes keeps
+/// every part, and so every chunk of it, on the 16-byte packs of the data loops (vector_io.h).
+BRAID_DEVICE_FN Range partOf(std::size_t total, std::size_t i, std::size_t n,
+                             std::size_t granule = 1) {
+  const std::size_t begin = total * i / n / granule * granule;
+  const std::size_t end = i + 1 == n ? total : total * (i + 1) / n / granule * granule;
+  return Range{begin, end};
 }
 
-/// The piece of block `b` (one of `blocks` equal blocks of this channel's range) that starts
-/// `offset` elements into the block and holds at most `chunk` elements; may be empty.
+/// Elements of dtype D per 16 bytes: the granule of a schedule's parts.
+template <int D>
+BRAID_DEVICE_FN std::size_t packGranule() {
+  return 16 / sizeof(typename ElementType<D>::Storage);
+}
+
+/// The most elements any of the `n` parts of `total` holds.
+BRAID_DEVICE_FN std::size_t longestPart(std::size_t total, std::size_t n, std::size_t granule) {
+  std::size_t longest = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t size = partOf(total, i, n, granule).size();
+    longest = size > longest ? size : longest;
+  }
+  return longest;
+}
+
+/// The piece of block `b` (one of `blocks` near-equal blocks of this channel's range, cut at
+/// `granule`) that starts `offset` elements into the block and holds at most `chunk` elements;
+/// may be empty.
 BRAID_DEVICE_FN Range pieceOf(Range channel, int b, int blocks, std::size_t offset,
-                              std::size_t chunk) {
-  const Range block = partOf(channel.size(), b, blocks);
+                              std::size_t chunk, std::size_t granule = 1) {
+  const Range block = partOf(channel.size(), b, blocks, granule);
   const std::size_t begin = block.begin + offset < block.end ? block.begin + offset : block.end;
   const std::size_t end = begin + chunk < block.end ? begin + chunk : block.end;
   return Range{channel.begin + begin, channel.begin + end};
@@ -51,7 +74,7 @@ struct Frame {
         size(sizeof(typename ElementType<D>::Storage)),
         in(static_cast<const char*>(a.sendbuff)),
         out(static_cast<char*>(a.recvbuff)),
-        channel(partOf(a.count, c.channel, a.comm.channels)) {}
+        channel(partOf(a.count, c.channel, a.comm.channels, packGranule<D>())) {}
 };
 
 /// Reduce-scatter then (all-reduce) all-gather around the ring. All-reduce (`gather`): the
@@ -61,9 +84,9 @@ struct Frame {
 template <int D, class Op>
 BRAID_DEVICE_FN void ringReduce(const ChannelContext& c, bool gather) {
   const auto [a, n, r, size, in, out, channel] = Frame<D>(c);
-  const auto first = stepParams<D>(a.op, false, true, n == 1);
-  const auto middle = stepParams<D>(a.op, true, true, false);
-  const auto last = stepParams<D>(a.op, true, true, true);
+  const auto first = stepParams<D>(c, false, true, n == 1);
+  const auto middle = stepParams<D>(c, true, true, false);
+  const auto last = stepParams<D>(c, true, true, true);
   if (channel.size() == 0) return;  // every rank skips the same channels
   if (n == 1) {
     reduceElements<D, Op>(c.block, first, out + channel.begin * size, nullptr, nullptr,
@@ -72,11 +95,13 @@ BRAID_DEVICE_FN void ringReduce(const ChannelContext& c, bool gather) {
   }
   Link fromPrev = recvLink(c, wrap(r - 1, n)), toNext = sendLink(c, wrap(r + 1, n));
   const std::size_t chunk = chunkCapacity(c, toNext.fifo) / size;
-  const std::size_t longest = gather ? (channel.size() + n - 1) / n : channel.size();
+  const std::size_t granule = packGranule<D>();
+  const std::size_t longest = gather ? longestPart(channel.size(), n, granule) : channel.size();
   for (std::size_t offset = 0; offset < longest; offset += chunk) {
     // Block b's piece of this round, and where b's input is (reduce-scatter: rank b's part).
     auto piece = [&](int b) {
-      return gather ? pieceOf(channel, b, n, offset, chunk) : pieceOf(channel, 0, 1, offset, chunk);
+      return gather ? pieceOf(channel, b, n, offset, chunk, granule)
+                    : pieceOf(channel, 0, 1, offset, chunk);
     };
     auto input = [&](Range p, int b) { return in + ((gather ? 0 : b * a.count) + p.begin) * size; };
     // Step 0: this rank's contribution to block r - 1 starts its way round.
@@ -178,8 +203,8 @@ BRAID_DEVICE_FN void ringReduceToRoot(const ChannelContext& c) {
   const int position = wrap(r - a.root - 1, n);  // the root is last
   if (channel.size() == 0) return;
   const bool isRoot = position == n - 1;
-  const auto first = stepParams<D>(a.op, false, true, isRoot);
-  const auto next = stepParams<D>(a.op, true, true, isRoot);
+  const auto first = stepParams<D>(c, false, true, isRoot);
+  const auto next = stepParams<D>(c, true, true, isRoot);
   Link fromPrev{}, toNext{};
   if (position > 0) fromPrev = recvLink(c, wrap(r - 1, n));
   if (!isRoot) toNext = sendLink(c, wrap(r + 1, n));

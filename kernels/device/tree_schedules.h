@@ -61,7 +61,7 @@ BRAID_DEVICE_FN void treeAllReduce(const ChannelContext& c) {
       char* target = last && !root ? upSlot : mine;
       const char* got = k > 0 ? recvBegin(c, fromChild[k - 1], bytes) : nullptr;
       // Step 0: pre(input); step k: got OP partial (the partial is already pre-multiplied).
-      const auto params = stepParams<D>(a.op, k > 0, k == 0, last && root);
+      const auto params = stepParams<D>(c, k > 0, k == 0, last && root);
       reduceElements<D, Op>(c.block, params, target, nullptr, got, k == 0 ? local : acc, p.size());
       if (k > 0) recvEnd(c, fromChild[k - 1]);
       acc = mine;
@@ -122,7 +122,7 @@ BRAID_DEVICE_FN void oneShotAllReduce(const ChannelContext& c) {
     // The sum in rank order, whichever rank computes it.
     for (int k = 0; k < n; ++k) {
       const char* term = k == r ? own : recvBegin(c, from[k], bytes);
-      const auto params = stepParams<D>(a.op, k > 0, true, k == n - 1);
+      const auto params = stepParams<D>(c, k > 0, true, k == n - 1);
       reduceElements<D, Op>(c.block, params, mine, nullptr, k > 0 ? mine : nullptr, term, p.size());
       if (k != r) recvEnd(c, from[k]);
     }

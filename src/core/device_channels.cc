@@ -72,7 +72,8 @@ DeviceChannelShape DeviceChannelShape::fromEnvironment() {
     return static_cast<uint32_t>(v / unit * unit);
   };
   s.fifo.simpleSlotBytes = bytes("BRAID_DEVICE_SLOT_BYTES", 128 << 10, 128);
-  s.fifo.llSlotBytes = bytes("BRAID_DEVICE_LL_BYTES", 8 << 10, 8);
+  // 16-byte multiples, so that every LL chunk of an aligned buffer starts on a 16-byte pack.
+  s.fifo.llSlotBytes = bytes("BRAID_DEVICE_LL_BYTES", 8 << 10, 16);
   s.p2pLLThreshold = static_cast<size_t>(
       std::clamp<int64_t>(envInt("NCCL_P2P_LL_THRESHOLD", 16384), 0, int64_t{1} << 30));
   s.p2pChannelsPerPeer = static_cast<int>(
