@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Checks what the CUDA kernels were compiled into, without a GPU.
+
+Reads ptxas's resource report of every kernel and device function (the build keeps it beside
+each object: cmake/ptxas_report) and the SASS of the kernel library (cuobjdump -sass), and fails
+when:
+  - a function has a stack frame over 1 KiB (a kernel parameter or argument struct copied into
+    local memory, a large local array) or spills over 128 bytes, on any architecture;
+  - a data loop (the device primitives' copyBytes and reduceElements, the standalone reduce
+    kernel) moves its packs with anything narrower than 128-bit global loads and stores.
+
+  check_kernel_resources.py --objects DIR --library LIB --cuobjdump PATH
+"""
+import argparse
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+MAX_STACK = 1024
+MAX_SPILL_STORES = 128
+# Functions whose loops must move 16-byte packs (mangled names contain these).
+DATA_LOOPS = ("copyBytes", "reduceElements", "reduceKernel")
+
+COMPILING = re.compile(r"Compiling entry function '([^']+)' for '(sm_\d+a?)'")
+PROPERTIES = re.compile(r"Function properties for (\S+)")
+FIGURES = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+ARCH = re.compile(r"ptxas info\s*:.*for '(sm_\d+a?)'")
+
+
+def ptxas_reports(objects):
+    """(file, arch, function, stack, spill stores) for every function ptxas reported."""
+    rows = []
+    files = sorted(pathlib.Path(objects).rglob("*.ptxas"))
+    for path in files:
+        arch = "?"
+        function = None
+        for line in path.read_text(errors="replace").splitlines():
+            m = ARCH.search(line)
+            if m:
+                arch = m.group(1)
+            m = PROPERTIES.search(line)
+            if m:
+                function = m.group(1)
+                continue
+            m = FIGURES.search(line)
+            if m and function is not None:
+                rows.append((path.name, arch, function, int(m.group(1)), int(m.group(2))))
+                function = None
+    return files, rows
+
+
+def sass_functions(cuobjdump, library):
+    """{(arch, function): SASS text} of every function in the library's device code."""
+    # cuobjdump disassembles through nvdisasm, which the same wheels put beside it.
+    env = dict(os.environ)
+    env["PATH"] = str(pathlib.Path(cuobjdump).parent) + os.pathsep + env.get("PATH", "")
+    out = subprocess.run([cuobjdump, "-sass", library], check=True, capture_output=True,
+                         text=True, env=env).stdout
+    functions = {}
+    arch = "?"
+    name = None
+    for line in out.splitlines():
+        m = re.match(r"\s*arch = (sm_\d+a?)", line)
+        if m:
+            arch = m.group(1)
+        m = re.match(r"\s*Function : (\S+)", line)
+        if m:
+            name = (arch, m.group(1))
+            functions[name] = []
+            continue
+        if name is not None:
+            functions[name].append(line)
+    return {k: "\n".join(v) for k, v in functions.items()}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--objects", required=True, help="the kernel library's object folder")
+    parser.add_argument("--library", required=True, help="the kernel library (.a)")
+    parser.add_argument("--cuobjdump", default="")
+    args = parser.parse_args()
+    failures = []
+
+    files, rows = ptxas_reports(args.objects)
+    if not files or not rows:
+        print(f"no ptxas report under {args.objects}: the CUDA kernels must be built through "
+              "cmake/ptxas_report (kernels/CMakeLists.txt)")
+        return 1
+    print(f"{'architecture':<12} {'stack':>6} {'spills':>6}  function  (ptxas -v, {len(files)} "
+          "objects)")
+    for name, arch, function, stack, spills in rows:
+        flag = ""
+        if stack > MAX_STACK or spills > MAX_SPILL_STORES:
+            flag = "  <- over the limit"
+            failures.append(f"{function} on {arch}: {stack} bytes stack frame, {spills} bytes "
+                            f"spill stores (limits {MAX_STACK} and {MAX_SPILL_STORES})")
+        print(f"{arch:<12} {stack:>6} {spills:>6}  {function}{flag}")
+
+    if not args.cuobjdump or not pathlib.Path(args.cuobjdump).exists():
+        failures.append("cuobjdump not found (tools/setup installs it from PyPI's "
+                        "nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm): the SASS is unchecked")
+    else:
+        sass = sass_functions(args.cuobjdump, args.library)
+        loops = {k: v for k, v in sass.items() if any(d in k[1] for d in DATA_LOOPS)}
+        if not loops:
+            failures.append("no data loop (" + ", ".join(DATA_LOOPS) + ") in the SASS")
+        print(f"\n{'architecture':<12} {'LDG.128':>7} {'STG.128':>7}  data loop (SASS)")
+        for (arch, function), text in sorted(loops.items()):
+            loads = len(re.findall(r"\bLDG\.E\.128\b", text))
+            stores = len(re.findall(r"\bSTG\.E\.128\b", text))
+            flag = ""
+            if loads == 0 or stores == 0:
+                flag = "  <- no 128-bit global loads or stores"
+                failures.append(f"{function} on {arch}: {loads} LDG.E.128, {stores} STG.E.128")
+            print(f"{arch:<12} {loads:>7} {stores:>7}  {function}{flag}")
+
+    if failures:
+        print("\nFAILED:\n  " + "\n  ".join(failures))
+        return 1
+    print(f"\nevery function within {MAX_STACK} bytes of stack and {MAX_SPILL_STORES} bytes of "
+          "spills; every data loop on 128-bit loads and stores")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
