@@ -38,6 +38,27 @@ int launchCollectives(const device::LaunchArgs& launch, int* status, void* strea
   return static_cast<int>(error);
 }
 
+int residentKernelBlocks(int device, int* blocks) {
+  int multiprocessors = 0;
+  cudaError_t error =
+      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
+  int fewest = 1 << 30;
+  for (int d = 0; d < dtype::kCount && error == cudaSuccess; ++d)
+    for (int o = 0; o < 4 && error == cudaSuccess; ++o)
+      withDtypeAndOp(d, static_cast<BaseOp>(o), [&]<int D, class Op>() {
+        int perMultiprocessor = 0;
+        error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &perMultiprocessor, collectiveKernel<D, Op>, kCollectiveThreads, 0);
+        fewest = perMultiprocessor < fewest ? perMultiprocessor : fewest;
+      });
+  int p2p = 0;
+  if (error == cudaSuccess)
+    error = static_cast<cudaError_t>(p2pResidentBlocksPerMultiprocessor(&p2p));
+  fewest = p2p < fewest ? p2p : fewest;
+  *blocks = error == cudaSuccess ? fewest * multiprocessors : 0;
+  return static_cast<int>(error);
+}
+
 int launchCollective(const device::CollectiveArgs& args, int* status, void* stream,
                      const char** why) {
   device::LaunchArgs launch;

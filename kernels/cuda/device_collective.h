@@ -30,4 +30,13 @@ int launchCollectives(const device::LaunchArgs& launch, int* status, void* strea
 int launchSendRecv(const device::P2pLaunchArgs& launch, int* status, int statusWords, void* stream,
                    const char** why);
 
+/// Blocks of the collective and point-to-point kernels that `device` runs at once: the fewest
+/// any of their instantiations keeps resident per multiprocessor (registers, shared memory,
+/// threads), times the multiprocessors. Blocks of ranks that wait for each other must all be
+/// resident, or a resident one spins for one that never starts. Returns 0 or a cudaError_t.
+int residentKernelBlocks(int device, int* blocks);
+/// The point-to-point kernel's share of it (device_p2p.cu): its resident blocks per
+/// multiprocessor on the current device.
+int p2pResidentBlocksPerMultiprocessor(int* blocks);
+
 }  // namespace braid::kernels::cuda

@@ -21,6 +21,11 @@ __global__ void __launch_bounds__(kCollectiveThreads)
 
 }  // namespace
 
+int p2pResidentBlocksPerMultiprocessor(int* blocks) {
+  return static_cast<int>(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, p2pKernel, kCollectiveThreads, 0));
+}
+
 int launchSendRecv(const device::P2pLaunchArgs& launch, int* status, int statusWords, void* stream,
                    const char** why) {
   *why = device::unsupported(launch);

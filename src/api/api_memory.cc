@@ -4,31 +4,16 @@
 // host, registering ncclMemAlloc memory lets shared-memory collectives read peers' buffers in
 // place; see docs/performance.md ("Zero-copy").
 #include <cstring>
-#include <mutex>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "api/api.h"
 #include "core/buffer_registration.h"
+#include "core/device_pool.h"
 #include "core/shared_memory.h"
 #include "device/device_runtime.h"
 
 using namespace braid;
-
-namespace {
-
-/// ncclMemAlloc's device allocations (ncclMemFree tells them from host ones).
-struct DeviceAllocations {
-  std::mutex mutex;
-  std::unordered_set<void*> pointers;
-};
-DeviceAllocations& deviceAllocations() {
-  static DeviceAllocations* const all = new DeviceAllocations;  // outlives static destructors
-  return *all;
-}
-
-}  // namespace
 
 NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
   return apiGuard("ncclMemAlloc", [&] {
@@ -39,25 +24,17 @@ NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
     if (!ptr || size == 0 || rt.deviceCount() == 0 || rt.currentDevice(&device) != ncclSuccess ||
         device < 0)
       return sharedAlloc(size, ptr);
-    if (ncclResult_t r = rt.allocDevice(device, size, ptr); r != ncclSuccess)
+    // From the pool (core/device_pool.h): freeing device memory would wait for every kernel
+    // of the process, a peer's included.
+    if (ncclResult_t r = DevicePool::instance().alloc(rt, device, size, ptr); r != ncclSuccess)
       return addContext(r, "ncclMemAlloc: %zu bytes of device %d", size, device);
-    DeviceAllocations& all = deviceAllocations();
-    std::lock_guard<std::mutex> lock(all.mutex);
-    all.pointers.insert(*ptr);
     return ncclSuccess;
   });
 }
 
 NCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
   return apiGuard("ncclMemFree", [&] {
-    {
-      DeviceAllocations& all = deviceAllocations();
-      std::lock_guard<std::mutex> lock(all.mutex);
-      if (all.pointers.erase(ptr) == 1) {
-        deviceRuntime().freeDevice(ptr);
-        return ncclSuccess;
-      }
-    }
+    if (DevicePool::instance().free(ptr)) return ncclSuccess;  // kept for the next alloc
     return sharedFree(ptr);
   });
 }

@@ -65,7 +65,8 @@ struct Layout {
 
 DeviceChannelShape DeviceChannelShape::fromEnvironment() {
   DeviceChannelShape s;
-  s.channels = static_cast<int>(std::clamp<int64_t>(envInt("BRAID_DEVICE_CHANNELS", 8), 1, 32));
+  s.channels = static_cast<int>(
+      std::clamp<int64_t>(envInt("BRAID_DEVICE_CHANNELS", 0), 0, DeviceChannelShape::kMaxChannels));
   s.fifo.slots = static_cast<uint32_t>(std::clamp<int64_t>(envInt("BRAID_DEVICE_SLOTS", 4), 2, 64));
   const auto bytes = [](const char* name, int64_t fallback, int64_t unit) {
     const int64_t v = std::clamp<int64_t>(envInt(name, fallback), unit, int64_t{16} << 20);
@@ -76,9 +77,52 @@ DeviceChannelShape DeviceChannelShape::fromEnvironment() {
   s.fifo.llSlotBytes = bytes("BRAID_DEVICE_LL_BYTES", 8 << 10, 16);
   s.p2pLLThreshold = static_cast<size_t>(
       std::clamp<int64_t>(envInt("NCCL_P2P_LL_THRESHOLD", 16384), 0, int64_t{1} << 30));
-  s.p2pChannelsPerPeer = static_cast<int>(
-      std::clamp<int64_t>(envInt("BRAID_P2P_CHANNELS_PER_PEER", 2), 1, s.channels));
+  s.p2pChannelsPerPeer = static_cast<int>(std::clamp<int64_t>(
+      envInt("BRAID_P2P_CHANNELS_PER_PEER", 2), 1, DeviceChannelShape::kMaxChannels));
   return s;
+}
+
+namespace {
+
+/// The channels of `requested` within `budget` blocks per rank (0: no known limit): all of the
+/// budget up to kMaxChannels when none was asked for; fewer than asked, with a warning naming
+/// the limit, when the ranks sharing a GPU could not all be resident.
+DeviceChannelShape fitChannels(const DeviceChannelShape& requested, int budget, int rank) {
+  DeviceChannelShape s = requested;
+  if (s.channels == 0)
+    s.channels = budget > 0 ? std::min(budget, DeviceChannelShape::kMaxChannels)
+                            : DeviceChannelShape::kDefaultChannels;
+  if (budget > 0 && s.channels > budget) {
+    BRAID_WARN(
+        "rank %d: BRAID_DEVICE_CHANNELS=%d, but the GPU keeps only %d blocks of the "
+        "collective kernel resident for each rank on it: %d channels",
+        rank, s.channels, budget, budget);
+    s.channels = budget;
+  }
+  s.channels = std::max(s.channels, 1);
+  s.p2pChannelsPerPeer = std::min(s.p2pChannelsPerPeer, s.channels);
+  return s;
+}
+
+}  // namespace
+
+ncclResult_t DeviceChannels::agreeBlockBudget(Bootstrap& bootstrap,
+                                              const std::vector<PeerInfo>& peers, int rank,
+                                              int cudaDevice, int* budget) {
+  int resident = 0;
+  if (deviceRuntime().residentKernelBlocks(cudaDevice, &resident) != ncclSuccess) resident = 0;
+  int sharing = 0;  // ranks whose launches share this rank's GPU (this one included)
+  for (const PeerInfo& p : peers)
+    sharing += p.hostHash == peers[rank].hostHash && p.deviceId == peers[rank].deviceId;
+  const int mine = resident > 0 ? std::max(resident / std::max(sharing, 1), 0) : 0;
+  std::vector<std::string> all;
+  BRAID_TRY(bootstrap.allGather(std::to_string(mine), &all));
+  *budget = 0;
+  for (const std::string& a : all) {
+    const int b = std::max(std::atoi(a.c_str()), 0);
+    if (b > 0) *budget = *budget == 0 ? b : std::min(*budget, b);
+  }
+  return ncclSuccess;
 }
 
 DeviceChannels::~DeviceChannels() {
@@ -86,12 +130,14 @@ DeviceChannels::~DeviceChannels() {
 }
 
 ncclResult_t DeviceChannels::setup(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers,
-                                   int rank, int cudaDevice, const DeviceChannelShape& shape) {
+                                   int rank, int cudaDevice, const DeviceChannelShape& requested) {
   DeviceRuntime& rt = deviceRuntime();
   runtime_ = &rt;
-  shape_ = shape;
   rank_ = rank;
   nranks_ = static_cast<int>(peers.size());
+  BRAID_TRY(agreeBlockBudget(bootstrap, peers, rank, cudaDevice, &blockBudget_));
+  shape_ = fitChannels(requested, blockBudget_, rank);
+  const DeviceChannelShape& shape = shape_;
   const Layout layout(shape, nranks_);
   std::string why;
   ChannelBlob mine{};

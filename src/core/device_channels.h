@@ -30,7 +30,11 @@ struct PeerInfo;
 /// Sizes of the kernels' FIFOs (BRAID_DEVICE_CHANNELS, BRAID_DEVICE_SLOTS,
 /// BRAID_DEVICE_SLOT_BYTES, BRAID_DEVICE_LL_BYTES); they must be alike on every rank.
 struct DeviceChannelShape {
-  int channels = 8;
+  /// Channels (blocks) of a launch; 0: as many as the GPU keeps resident for every rank on it,
+  /// at most kMaxChannels (kDefaultChannels where the runtime knows no limit).
+  int channels = 0;
+  static constexpr int kMaxChannels = 32;
+  static constexpr int kDefaultChannels = 8;
   kernels::device::FifoShape fifo{4, 128 << 10, 8 << 10};
   /// Point-to-point (kernels/device/p2p.h): a transfer of at most this many bytes goes under LL
   /// (NCCL_P2P_LL_THRESHOLD, as NCCL's), and each peer's transfers use this many channels in
@@ -54,6 +58,10 @@ class DeviceChannels {
                      int cudaDevice, const DeviceChannelShape& shape);
   bool ready() const { return ready_; }
   int channels() const { return shape_.channels; }
+  /// Blocks one rank's launch may run so that the launches of all ranks sharing a GPU are
+  /// resident at once (a resident block may wait for one that is not): that GPU's resident
+  /// kernel blocks over its ranks, the fewest of any rank. The channels are at most this.
+  int blockBudget() const { return blockBudget_; }
   const DeviceChannelShape& shape() const { return shape_; }
 
   /// This rank's view for a launch of `channels` (<= channels()) channels.
@@ -79,7 +87,13 @@ class DeviceChannels {
   DeviceRuntime* runtime_ = nullptr;
   DeviceChannelShape shape_;
   int rank_ = 0, nranks_ = 1;
+  /// blockBudget(): the fewest of resident blocks over the ranks on a GPU, of any rank (0: no
+  /// rank's runtime knows a limit), agreed through the bootstrap.
+  static ncclResult_t agreeBlockBudget(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers,
+                                       int rank, int cudaDevice, int* budget);
+
   bool ready_ = false;
+  int blockBudget_ = 0;
   bool crossProcess_ = false;       ///< some peer maps the region through an IPC handle
   bool oneRankPerProcess_ = false;  ///< every process holds one rank (all ranks agree)
   char* region_ = nullptr;          ///< this rank's device memory

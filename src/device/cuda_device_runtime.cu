@@ -333,6 +333,13 @@ class CudaRuntime final : public DeviceRuntime {
 
   void freeMapped(void* p) override { cudaFreeHost(p); }
 
+  ncclResult_t residentKernelBlocks(int device, int* blocks) override {
+    DeviceScope scope(device);
+    BRAID_CUDA_TRY(scope.error());
+    BRAID_CUDA_TRY(static_cast<cudaError_t>(kernels::cuda::residentKernelBlocks(device, blocks)));
+    return ncclSuccess;
+  }
+
   ncclResult_t launchCollective(int device, const kernels::device::LaunchArgs& launch, int* status,
                                 void* stream) override {
     DeviceScope scope(device);

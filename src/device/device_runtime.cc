@@ -77,6 +77,10 @@ void* DeviceRuntime::allocMapped(size_t bytes) {
 void DeviceRuntime::freeMapped(void* p) {
   std::free(p);
 }
+ncclResult_t DeviceRuntime::residentKernelBlocks(int, int* blocks) {
+  *blocks = 0;
+  return ncclSuccess;
+}
 ncclResult_t DeviceRuntime::launchCollective(int, const kernels::device::LaunchArgs&, int*, void*) {
   return noPeerMemory("collective kernel");
 }

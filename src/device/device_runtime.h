@@ -108,6 +108,10 @@ class DeviceRuntime {
   /// nullptr on failure.
   virtual void* allocMapped(size_t bytes);
   virtual void freeMapped(void* p);
+  /// Blocks of the collective and point-to-point kernels `device` keeps resident at once (the
+  /// fewest of any instantiation per multiprocessor, times the multiprocessors); 0 where the
+  /// runtime knows no such limit (no kernels, or a fake device whose blocks are threads).
+  virtual ncclResult_t residentKernelBlocks(int device, int* blocks);
   /// Enqueues one rank's launch on `stream` (of `device`): launch.channels() blocks, each running
   /// the launch's collectives in order and writing its ChannelStatus to status[channel] (mapped
   /// memory) when it ends.

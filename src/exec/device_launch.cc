@@ -18,6 +18,18 @@ bool kernelRuns(const Plan& plan) {
   if (!plan.comm->device.channels.ready()) return false;
   if (plan.kind == Plan::Kind::kCollective) return true;
   if (plan.kind != Plan::Kind::kSendRecv) return false;
+  // A point-to-point launch runs up to a block per peer and direction; where that many cannot
+  // be resident for every rank sharing a GPU, no launch could be sure to finish. From the
+  // communicator's size and the agreed budget: every rank chooses alike.
+  const int budget = plan.comm->device.channels.blockBudget();
+  const int mostBlocks = 2 * (plan.comm->nranks() - 1);
+  if (budget > 0 && mostBlocks > budget) {
+    BRAID_INFO(kSubsysP2p,
+               "rank %d: point-to-point at %d ranks may need %d blocks a launch, more than the "
+               "%d resident for each rank on its GPU: host-driven steps",
+               plan.comm->rank(), plan.comm->nranks(), mostBlocks, budget);
+    return false;
+  }
   if (plan.transfers.size() <= static_cast<size_t>(kernels::device::kMaxP2pItems)) return true;
   BRAID_INFO(kSubsysP2p,
              "rank %d: a group of %zu sends and receives is more than one kernel takes (%d): "
@@ -156,10 +168,14 @@ ncclResult_t p2pArgs(ncclComm* comm, const std::vector<Transfer>& transfers,
   l->comm = channels.comm(channels.channels());
   l->comm.timeoutNs = static_cast<uint64_t>(comm->config.timeoutS * 1e9);
   // Blocks grow as peers x channels per peer, and the blocks of every rank sharing a GPU must
-  // fit on it at once (a resident block may wait for one that is not): past 8 ranks, one
-  // channel per peer. From the communicator's size, so every rank chooses alike.
-  l->channelsPerPeer =
-      comm->nranks() > 8 ? 1 : std::min(shape.p2pChannelsPerPeer, channels.channels());
+  // fit on it at once (a resident block may wait for one that is not): as many channels per
+  // peer as the agreed budget leaves for a block per peer and direction, or, where the runtime
+  // knows no budget, one past 8 ranks. From the communicator's size, so every rank chooses
+  // alike.
+  const int budget = channels.blockBudget();
+  const int pairs = std::max(2 * (comm->nranks() - 1), 1);
+  const int fit = budget > 0 ? std::max(budget / pairs, 1) : (comm->nranks() > 8 ? 1 : 32);
+  l->channelsPerPeer = std::min({shape.p2pChannelsPerPeer, channels.channels(), fit});
   kernels::device::arrangeP2p(posted, l);
   return ncclSuccess;
 }

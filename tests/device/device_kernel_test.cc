@@ -382,6 +382,21 @@ TEST_F(DeviceKernelTest, MemAllocReturnsMemoryOfTheCurrentDevice) {
     EXPECT_EQ(where.kind, braid::MemoryKind::kDevice);
     EXPECT_EQ(where.device, device);
     EXPECT_EQ(ncclMemFree(p), ncclSuccess);
+    // Freed, the block stays with the pool (freeing device memory would wait for every kernel
+    // of the process, a peer rank's included) and the next allocation of its size class on
+    // this device takes it back; another device's does not.
+    EXPECT_EQ(fake.place(p).kind, braid::MemoryKind::kDevice) << "the freed block was released";
+    void* again = nullptr;
+    ASSERT_EQ(ncclMemAlloc(&again, 5000), ncclSuccess);
+    EXPECT_EQ(again, p);
+    fake.setCurrentDevice(1 - device);
+    void* other = nullptr;
+    ASSERT_EQ(ncclMemAlloc(&other, 4099), ncclSuccess);
+    EXPECT_NE(other, p);
+    EXPECT_EQ(fake.place(other).device, 1 - device);
+    EXPECT_EQ(ncclMemFree(other), ncclSuccess);
+    fake.setCurrentDevice(device);
+    EXPECT_EQ(ncclMemFree(again), ncclSuccess);
   }
   fake.setCurrentDevice(0);
   BRAID_EXPECT_ALL_RANKS_OK(runThreads(

@@ -236,5 +236,78 @@ TEST_F(DeviceP2pKernelTest, HostDrivenStepsAreRefusedUnderCapture) {
   BRAID_EXPECT_ALL_RANKS_OK(runThreads(1, refusedUnderCaptureWithoutKernels, o));
 }
 
+/// One all-reduce of 70001 int32 on the collective kernel, checked.
+void allReduceOnce(RankContext& ctx, ncclComm_t comm) {
+  auto& fake = fakeDevice();
+  void* stream = fake.createStream(0);
+  constexpr size_t kCount = 70001;
+  DeviceInts buf(kCount);
+  for (size_t i = 0; i < kCount; ++i) buf.data[i] = input(ctx.rank(), i);
+  const long launches = fake.kernelLaunches();
+  ASSERT_EQ(ncclAllReduce(buf.data, buf.data, kCount, ncclInt32, ncclSum, comm,
+                          static_cast<cudaStream_t>(stream)),
+            ncclSuccess);
+  fake.synchronize(stream);
+  EXPECT_GT(fake.kernelLaunches(), launches);
+  std::vector<int32_t> want(kCount, 0);
+  for (int r = 0; r < ctx.nranks(); ++r)
+    for (size_t i = 0; i < kCount; ++i) want[i] += input(r, i);
+  expectElements(ctx, buf.data, want, "all-reduce within the block budget");
+}
+
+// The blocks of every rank sharing a GPU must be resident at once (a resident block may wait for
+// one that is not). On a GPU that keeps 12 blocks of the kernels resident, 3 thread ranks on it
+// get 4 each: the collective channels fit (fewer than asked, or all 4 when none is asked for),
+// point-to-point keeps one channel per peer (2 peers x 2 directions = 4 blocks); with 6 resident
+// (2 each) point-to-point runs as host-driven steps, exact all the same.
+void channelsWithinBudget(RankContext& ctx, int budget, int channels, bool p2pKernels) {
+  ncclComm_t comm = ctx.initComm();
+  ASSERT_NE(comm, nullptr);
+  ASSERT_TRUE(comm->device.channels.ready());
+  EXPECT_EQ(comm->device.channels.blockBudget(), budget);
+  EXPECT_EQ(comm->device.channels.channels(), channels);
+  allReduceOnce(ctx, comm);
+  auto& fake = fakeDevice();
+  void* stream = fake.createStream(0);
+  auto s = static_cast<cudaStream_t>(stream);
+  const int n = ctx.nranks(), me = ctx.rank();
+  constexpr size_t kCount = 5003;
+  DeviceInts send(kCount * n), recv(kCount * n);
+  for (size_t i = 0; i < kCount * n; ++i) send.data[i] = input(me, i);
+  const long launches = fake.p2pLaunches();
+  ASSERT_EQ(ncclAlltoAll(send.data, recv.data, kCount, ncclInt32, comm, s), ncclSuccess)
+      << ncclGetLastError(comm);
+  fake.synchronize(stream);
+  EXPECT_EQ(fake.p2pLaunches() > launches, p2pKernels);
+  std::vector<int32_t> want(kCount * n);
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < kCount; ++i) want[r * kCount + i] = input(r, me * kCount + i);
+  expectElements(ctx, recv.data, want, "all-to-all within the block budget");
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST_F(DeviceP2pKernelTest, LaunchesFitTheBlocksTheGpuKeepsResident) {
+  auto& fake = fakeDevice();
+  struct Case {
+    int resident;
+    const char* asked;
+    int budget, channels;
+    bool p2pKernels;
+  };
+  for (const Case& c :
+       {Case{12, "3", 4, 3, true}, Case{12, "8", 4, 4, true}, Case{12, "0", 4, 4, true},
+        Case{6, "0", 2, 2, false}, Case{0, "0", 0, 8, true}}) {
+    SCOPED_TRACE(testing::Message()
+                 << c.resident << " resident, BRAID_DEVICE_CHANNELS=" << c.asked);
+    fake.setResidentKernelBlocks(c.resident);
+    RunOptions o = p2pOptions();
+    o.env.push_back({"BRAID_DEVICE_CHANNELS", c.asked});
+    BRAID_EXPECT_ALL_RANKS_OK(runThreads(
+        3, [&](RankContext& ctx) { channelsWithinBudget(ctx, c.budget, c.channels, c.p2pKernels); },
+        o));
+  }
+  fake.setResidentKernelBlocks(0);
+}
+
 }  // namespace
 }  // namespace braid::test

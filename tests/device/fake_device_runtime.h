@@ -93,6 +93,13 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   ncclResult_t checkUsable() override;
   /// Whether processes' kernels on one device run side by side (true unless a test says not).
   void setMps(bool enabled) { mps_ = enabled; }
+  /// What residentKernelBlocks answers (0, the default: no known limit, as a runtime without a
+  /// GPU), to play a GPU that keeps that many blocks of the kernels resident.
+  void setResidentKernelBlocks(int blocks) { residentKernelBlocks_ = blocks; }
+  ncclResult_t residentKernelBlocks(int, int* blocks) override {
+    *blocks = residentKernelBlocks_.load();
+    return ncclSuccess;
+  }
   /// Collective kernels launched so far, in this process.
   long kernelLaunches() const { return kernelLaunches_.load(); }
   /// Collectives those launches ran (a group's share one launch).
@@ -136,6 +143,7 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   std::atomic<long> deviceOps_{0};
   std::atomic<int> openedMappings_{0};
   std::atomic<long> kernelLaunches_{0};
+  std::atomic<int> residentKernelBlocks_{0};
   std::atomic<long> launchedItems_{0};
   std::atomic<long> p2pLaunches_{0};
   std::atomic<long> launchedTransfers_{0};
