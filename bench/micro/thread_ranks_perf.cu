@@ -212,6 +212,9 @@ void rankMain(Shared& s, int rank, std::vector<std::string>* rows) {
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  // A launch that cannot finish (a rank's blocks not resident, a lost peer) fails in 10 s
+  // instead of the library's default minutes, unless the caller set a deadline.
+  setenv("BRAID_TIMEOUT_S", "10", 0);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("thread_ranks_perf: no CUDA device\n");

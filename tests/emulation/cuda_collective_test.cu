@@ -82,6 +82,7 @@ class GpuWorld {
     c.sent = sent_[rank];
     c.scratchBytesPerChannel = scratchPerChannel_;
     c.abort = deviceAbort_;
+    c.timeoutNs = 10'000'000'000ull;  // a schedule that hangs fails the case in 10 s
     return c;
   }
 
