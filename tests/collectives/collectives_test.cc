@@ -18,6 +18,7 @@
 #include "collectives/collective_sweep.h"
 #include "comm/communicator.h"
 #include "harness/rank_harness.h"
+#include "harness/ring_traffic.h"
 #include "oracle/case_buffer.h"
 #include "oracle/dtype_codec.h"
 #include "verifiable/exact_inputs.h"
@@ -94,6 +95,29 @@ TEST(Collectives, LogarithmicAlgorithmsProcessesAndTcp) {
   BRAID_EXPECT_ALL_RANKS_OK(report);
 }
 
+// A broadcast from the last rank and a reduce to rank 1 of kChainCount int32 elements (many
+// slots): reports the bytes each sent to ranks on other hosts ("broadcast", "reduce").
+constexpr size_t kChainCount = 100003;
+void ringChainTraffic(RankContext& ctx, ncclComm_t comm) {
+  const int n = ctx.nranks();
+  std::vector<int32_t> in(kChainCount, ctx.rank()), out(kChainCount);
+  braidTraffic_t before{}, after{};
+  braidCommGetTraffic(comm, &before);
+  if (ncclBroadcast(in.data(), out.data(), kChainCount, ncclInt32, n - 1, comm, nullptr) !=
+          ncclSuccess ||
+      out.front() != n - 1 || out.back() != n - 1)
+    return ctx.fail(std::string("large broadcast: ") + ncclGetLastError(comm));
+  braidCommGetTraffic(comm, &after);
+  ctx.report("broadcast", std::to_string(after.bytesToOtherHosts - before.bytesToOtherHosts));
+  before = after;
+  if (ncclReduce(in.data(), out.data(), kChainCount, ncclInt32, ncclSum, 1, comm, nullptr) !=
+          ncclSuccess ||
+      (ctx.rank() == 1 && (out.front() != n * (n - 1) / 2 || out.back() != n * (n - 1) / 2)))
+    return ctx.fail(std::string("large reduce: ") + ncclGetLastError(comm));
+  braidCommGetTraffic(comm, &after);
+  ctx.report("reduce", std::to_string(after.bytesToOtherHosts - before.bytesToOtherHosts));
+}
+
 // Schedules across hosts, forced, on processes that NCCL_HOSTID splits into hosts (shared
 // memory within a host, TCP over loopback between hosts): hosts of 2 and 3 ranks, numbered host
 // by host and interleaved, 2 and 3 hosts; every dtype, every op at the larger shapes, the roots
@@ -120,11 +144,24 @@ void sweepOnHosts(int hosts, int nranks, bool interleaved, bool small, const cha
         if (!comm) return;
         sweepOn(ctx, comm, small, Registration::kNone, algorithm);
         preAndPostOps(ctx, comm);
+        if (a == "Ring") ringChainTraffic(ctx, comm);
         ncclCommDestroy(comm);
       },
       o);
   BRAID_EXPECT_ALL_RANKS_OK(report) << hosts << " hosts of " << nranks / hosts << " ranks"
                                     << (interleaved ? ", interleaved" : ", blocks");
+  if (a != "Ring" || !report.ok()) return;
+  std::vector<int> hostOf(nranks);
+  for (int r = 0; r < nranks; r++) hostOf[r] = interleaved ? r % hosts : r / (nranks / hosts);
+  for (const char* coll : {"broadcast", "reduce"}) {
+    const bool reduce = std::string(coll) == "reduce";
+    const std::vector<double> want =
+        braid::test::ringChainToOtherHosts(hostOf, reduce ? 1 : nranks - 1, reduce, true);
+    for (const braid::test::RankResult& rank : report.ranks)
+      EXPECT_NEAR(std::stod(rank.values.at(coll)) / (kChainCount * 4.0), want.at(rank.rank), 0.01)
+          << coll << " to other hosts from rank " << rank.rank << ", " << hosts << " hosts of "
+          << nranks / hosts << " ranks" << (interleaved ? ", interleaved" : ", blocks");
+  }
 }
 
 TEST(Collectives, HierarchicalTwoHostsOfTwo) {
@@ -139,7 +176,8 @@ TEST(Collectives, HierarchicalThreeHostsAndHostsOfThree) {
 
 // The rings across hosts: allgather and reduce-scatter blocks, broadcasts and reduces of a slot
 // (4 KiB here) or more go half on each of two rings (ring_schedules.h: twoRingsPay), 1031
-// four-byte elements split 512 + 519, in place and out of place, every root.
+// four-byte elements split 512 + 519, in place and out of place, every root. A larger broadcast
+// and reduce then show, rank by rank, the bytes both rings' chains send to other hosts.
 TEST(Collectives, RingsAcrossHosts) {
   sweepOnHosts(2, 4, true, false, "Ring");
   sweepOnHosts(3, 6, false, true, "Ring");

@@ -18,6 +18,7 @@
 
 #include "braid/braid.h"
 #include "harness/rank_harness.h"
+#include "harness/ring_traffic.h"
 
 namespace braid::test {
 namespace {
@@ -40,8 +41,9 @@ std::string lastAlgorithm(ncclComm_t comm) {
   return name;
 }
 
-// Allreduce, reduce-scatter and allgather on the ring, every element checked; reports the bytes
-// each sent to the other host ("allreduce", "reducescatter", "allgather").
+// Allreduce, reduce-scatter, allgather, broadcast (from the last rank) and reduce (to rank 1) on
+// the ring, every element checked; reports the bytes each sent to the other host ("allreduce",
+// "reducescatter", "allgather", "broadcast", "reduce").
 void ringCollectives(RankContext& ctx) {
   ncclComm_t comm = ctx.initComm();
   if (!comm) return;
@@ -91,6 +93,24 @@ void ringCollectives(RankContext& ctx) {
   ctx.report("allgather", std::to_string(crossHostBytes(comm) - before));
   ctx.report("allgather.algorithm", lastAlgorithm(comm));
   checkAll("allgather", block * n, [&](size_t i) { return inputOf(int(i / block), i % block); });
+
+  const int from = n - 1, to = 1;
+  before = crossHostBytes(comm);
+  std::fill(out.begin(), out.end(), INT32_MIN);
+  if (ncclBroadcast(in.data(), out.data(), kCount, ncclInt32, from, comm, nullptr) != ncclSuccess)
+    return fail("ncclBroadcast");
+  ctx.report("broadcast", std::to_string(crossHostBytes(comm) - before));
+  ctx.report("broadcast.algorithm", lastAlgorithm(comm));
+  checkAll("broadcast", kCount, [&](size_t i) { return inputOf(from, i); });
+
+  before = crossHostBytes(comm);
+  std::fill(out.begin(), out.end(), INT32_MIN);
+  if (ncclReduce(in.data(), out.data(), kCount, ncclInt32, ncclSum, to, comm, nullptr) !=
+      ncclSuccess)
+    return fail("ncclReduce");
+  ctx.report("reduce", std::to_string(crossHostBytes(comm) - before));
+  ctx.report("reduce.algorithm", lastAlgorithm(comm));
+  if (me == to) checkAll("reduce", kCount, expectedSum);
   ncclCommDestroy(comm);
 }
 
@@ -229,13 +249,15 @@ TEST(TopologyRing, BlockedRanksCrossTheNetworkTwice) {
 // of the host, so every rank sends its ring's share across, (n-1)/n of half the message per pass.
 // With one ring (BRAID_RINGS=1) one rank of each host sends it all, twice as much, and the other
 // nothing. The bytes crossing in all are the same, and the result exact, either way (3 hosts of 2
-// included).
+// included). The broadcast and reduce chains run half on each ring too: rank by rank, the bytes
+// they send across are those of both rings' chains (ring_traffic.h), not of the first's alone.
 TEST(TopologyRing, TwoRingsSendToOtherHostsFromEveryRank) {
   BRAID_SKIP_WITHOUT_NAMESPACES();
   const double s = kCount * 4.0, pass = (kRanks - 1.0) / kRanks;
   for (const char* rings : {"2", "1"}) {
     RunReport report =
-        runRing(Placement::kRoundRobin, "host", "allreduce:ring;reducescatter:ring;allgather:ring",
+        runRing(Placement::kRoundRobin, "host",
+                "allreduce:ring;reducescatter:ring;allgather:ring;broadcast:ring;reduce:ring",
                 "auto", 2, kRanks, rings);
     BRAID_ASSERT_ALL_RANKS_OK(report);
     if (isNamespaceChild()) continue;
@@ -261,6 +283,22 @@ TEST(TopologyRing, TwoRingsSendToOtherHostsFromEveryRank) {
         const double want = two ? (kRanks - 1) / 2.0 : r < kRanks / 2 ? 0 : kRanks - 1.0;
         EXPECT_NEAR(blocks[r], want, 0.01)
             << coll << ", " << rings << " ring(s), rank " << r << " of the sorted";
+      }
+    }
+    // Broadcast (from rank 3) and reduce (to rank 1) of the whole message: rank by rank, what
+    // the chains cross with half on each ring (every rank but one sends half across), or with
+    // all on one (ring_traffic.h).
+    std::vector<int> hostOf(kRanks);
+    for (int r = 0; r < kRanks; r++) hostOf[r] = r % 2;
+    for (const char* coll : {"broadcast", "reduce"}) {
+      const bool reduce = std::string(coll) == "reduce";
+      const std::vector<double> want =
+          ringChainToOtherHosts(hostOf, reduce ? 1 : kRanks - 1, reduce, two);
+      ASSERT_EQ(report.ranks.size(), size_t(kRanks)) << coll;
+      for (const RankResult& rank : report.ranks) {
+        EXPECT_EQ(rank.values.at(std::string(coll) + ".algorithm"), "Ring") << coll;
+        EXPECT_NEAR(std::stod(rank.values.at(coll)) / s, want.at(rank.rank), 0.01)
+            << coll << ", " << rings << " ring(s), rank " << rank.rank;
       }
     }
   }
