@@ -6,7 +6,7 @@
 #     [SOURCES file...]     build the executable <name> from these; without SOURCES, <name> is
 #                           an executable made earlier (registered once more, e.g. with another
 #                           FILTER and label) or, with COMMAND, only the test's name
-#     [LIBS lib...]         linked besides braid_warnings (and GTest::gtest_main unless NO_GTEST)
+#     [LIBS lib...]         linked besides braid_warnings (and braid_gtest_main unless NO_GTEST)
 #     [INCLUDES dir...]     private include directories
 #     [DEFINES def...]      private compile definitions
 #     [NO_GTEST]            a program with a main of its own
@@ -29,6 +29,14 @@
 #                           memory, network namespaces cut mid-run); `shared` for the rest.
 #                           Default: alone for the labels fault, killmatrix, netns and soak.
 #
+# Skips: a test counts as skipped only when its program exits 77 (SKIP_RETURN_CODE, set on every
+# test here), which the project's programs do only after saying why: braid_gtest_main
+# (tests/harness/gtest_main.cc) where every test that ran skipped with a reason, the Python
+# runners where a module is missing, tools/validate-nccl --skip-status where NCCL cannot run. No
+# output pattern makes a skip: GoogleTest discovery's own "[  SKIPPED ]" pattern, under which
+# a program that failed after printing it would count as skipped, is taken off the discovered
+# tests (see below), and PROPERTIES SKIP_REGULAR_EXPRESSION is refused.
+#
 # Every label also has a target, braid_tests_<label>, that builds the programs its tests run
 # (the ones made here, and DEPENDS): `cmake --build build --target braid_tests_multirank`.
 include_guard(GLOBAL)
@@ -46,7 +54,7 @@ function(braid_add_test name)
     add_executable(${name} ${arg_SOURCES})
     set(libs ${arg_LIBS} braid_warnings)
     if(NOT arg_NO_GTEST)
-      list(APPEND libs GTest::gtest_main)
+      list(APPEND libs braid_gtest_main)
     endif()
     target_link_libraries(${name} PRIVATE ${libs})
     if(arg_INCLUDES)
@@ -84,6 +92,13 @@ function(braid_add_test name)
   # Properties travel as name/value pairs of a flat list, where a value that is itself a list
   # (several labels) would be cut after its first item: the labels are set on their own below.
   set(properties ${arg_PROPERTIES})
+  if("SKIP_REGULAR_EXPRESSION" IN_LIST properties)
+    message(FATAL_ERROR "braid_add_test(${name}): a skip is exit status 77 with the reason, not "
+                        "SKIP_REGULAR_EXPRESSION (it would pass a failing exit status as skipped)")
+  endif()
+  if(NOT "SKIP_RETURN_CODE" IN_LIST properties)
+    list(APPEND properties SKIP_RETURN_CODE 77)
+  endif()
   if(arg_TIMEOUT)
     list(APPEND properties TIMEOUT ${arg_TIMEOUT})
   endif()
@@ -130,6 +145,27 @@ function(braid_add_test name)
   # (gtest_discover_tests cannot pass a list-valued property through: CMake 3.25 writes it
   # unquoted, and a test with labels "gradsync;multirank" would carry only "gradsync").
   gtest_discover_tests(${name} ${discover} TEST_LIST ${name}_TESTS PROPERTIES ${properties})
+  # Discovery marks every test SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]", and test properties
+  # only add patterns: the script CTest includes for this program (the last one discovery added)
+  # is rewritten to run the discovered tests' file without it.
+  get_property(include_files DIRECTORY PROPERTY TEST_INCLUDE_FILES)
+  list(GET include_files -1 include_file)
+  file(READ ${include_file} include_text)
+  if(NOT include_text MATCHES "include\\(\"([^\"]*_tests\\.cmake)\"\\)")
+    message(FATAL_ERROR "braid_add_test(${name}): no tests file in ${include_file}")
+  endif()
+  set(tests_file "${CMAKE_MATCH_1}")
+  file(WRITE ${include_file}
+       "if(EXISTS \"${tests_file}\")\n"
+       "  file(READ \"${tests_file}\" tests)\n"
+       "  string(REPLACE [=[ SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==]]=] \"\" tests \"\${tests}\")\n"
+       "  if(tests MATCHES \"SKIP_REGULAR_EXPRESSION\")\n"
+       "    add_test(${name}_SKIP_PATTERN_LEFT ${name}_SKIP_PATTERN_LEFT)\n"
+       "  endif()\n"
+       "  cmake_language(EVAL CODE \"\${tests}\")\n"
+       "else()\n"
+       "  add_test(${name}_NOT_BUILT ${name}_NOT_BUILT)\n"
+       "endif()\n")
   set(label_script ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake)
   file(WRITE ${label_script} "if(DEFINED ${name}_TESTS)\n  set_tests_properties(\${${name}_TESTS} "
                              "PROPERTIES LABELS \"${arg_LABELS}\")\nendif()\n")
