@@ -22,7 +22,9 @@ class ReduceTest : public ::testing::TestWithParam<Param> {};
 TEST_P(ReduceTest, MatchesReferenceBitwise) {
   const auto [variant, dtype, kind] = GetParam();
   const cpu::ReduceFn reduceFn = cpu::reduceFor(variant);
-  if (reduceFn == nullptr) GTEST_SKIP() << cpu::variantName(variant) << " not available here";
+  if (reduceFn == nullptr)
+    GTEST_SKIP() << "this CPU cannot run the " << cpu::variantName(variant)
+                 << " variant (or this build has none)";
   const std::uint64_t seed =
       1000003u * static_cast<unsigned>(variant) + 1009u * dtype + static_cast<unsigned>(kind);
   const std::vector<std::size_t> counts(std::begin(kCounts), std::end(kCounts));
