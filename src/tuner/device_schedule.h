@@ -19,8 +19,8 @@ struct DeviceSchedule {
   double estimateUs = 0;
 };
 
-/// The constants of the model (docs/cuda.md "Choosing a schedule"). Not yet measured on a
-/// GPU: tools/gpu-check prints the figures to calibrate them with.
+/// The constants of the model (docs/cuda.md, "Collective kernels from the API"). Not yet
+/// measured on a GPU: tools/gpu-check prints the figures to calibrate them with.
 struct DeviceCosts {
   double launchUs = 4.0;      ///< a kernel launch and its first poll
   double hopUsSimple = 2.0;   ///< one chunk handed to a peer: fence, flag, the peer's poll
