@@ -38,7 +38,7 @@ namespace braid::kernels::device {
 // every step of every schedule, instead of an inlined copy at each call site (a kernel holds all
 // schedules, and inlined copies of the unrolled loops made it spill).
 #if defined(__CUDACC__)
-#define BRAID_DEVICE_LOOP __host__ __device__ __noinline__
+#define BRAID_DEVICE_LOOP inline __host__ __device__ __noinline__
 #else
 #define BRAID_DEVICE_LOOP inline
 #endif
