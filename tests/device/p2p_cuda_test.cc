@@ -39,17 +39,19 @@ double value(int rank, size_t i) {
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
 /// A float or int32 device buffer filled from value(rank, i) times `scale` (poison when
-/// rank < 0).
+/// rank < 0). From ncclMemAlloc, whose pool keeps freed blocks: cudaFree between two collectives
+/// would wait for every kernel of the process, a faster rank's next collective included, which
+/// waits for this rank.
 template <typename T>
 struct DeviceBuffer {
   DeviceBuffer(size_t n, int rank, double scale = 1) : count(n) {
-    EXPECT_EQ(cudaMalloc(&data, n * sizeof(T) + 16), cudaSuccess);
+    EXPECT_EQ(ncclMemAlloc(reinterpret_cast<void**>(&data), n * sizeof(T) + 16), ncclSuccess);
     std::vector<T> host(n);
     for (size_t i = 0; i < n; i++)
       host[i] = rank < 0 ? T(-77) : static_cast<T>(value(rank, i) * scale);
     EXPECT_EQ(cudaMemcpy(data, host.data(), n * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
   }
-  ~DeviceBuffer() { cudaFree(data); }
+  ~DeviceBuffer() { ncclMemFree(data); }
   std::vector<T> read() const {
     std::vector<T> host(count);
     EXPECT_EQ(cudaMemcpy(host.data(), data, count * sizeof(T), cudaMemcpyDeviceToHost),
