@@ -6,8 +6,10 @@ each object: cmake/ptxas_report) and the SASS of the kernel library (cuobjdump -
 when:
   - a function has a stack frame over 1 KiB (a kernel parameter or argument struct copied into
     local memory, a large local array) or spills over 128 bytes, on any architecture;
-  - a data loop (the device primitives' copyBytes and reduceElements, the standalone reduce
-    kernel) moves its packs with anything narrower than 128-bit global loads and stores.
+  - a kernel whose data loops must move 16-byte packs (the collective and point-to-point
+    kernels, whose SASS holds the device primitives' copyBytes and reduceElements, called from
+    the schedules; the standalone reduce kernel) has no 128-bit global loads and stores: the
+    packs are the only 128-bit global accesses these kernels make.
 
   check_kernel_resources.py --objects DIR --library LIB --cuobjdump PATH
 """
@@ -20,8 +22,9 @@ import sys
 
 MAX_STACK = 1024
 MAX_SPILL_STORES = 128
-# Functions whose loops must move 16-byte packs (mangled names contain these).
-DATA_LOOPS = ("copyBytes", "reduceElements", "reduceKernel")
+# Kernels whose loops must move 16-byte packs (mangled names contain these). cuobjdump lists
+# entry functions only; a kernel's listing includes the device functions it calls.
+DATA_LOOPS = ("collectiveKernel", "p2pKernel", "reduceKernel")
 
 COMPILING = re.compile(r"Compiling entry function '([^']+)' for '(sm_\d+a?)'")
 PROPERTIES = re.compile(r"Function properties for (\S+)")
@@ -106,7 +109,7 @@ def main():
         loops = {k: v for k, v in sass.items() if any(d in k[1] for d in DATA_LOOPS)}
         if not loops:
             failures.append("no data loop (" + ", ".join(DATA_LOOPS) + ") in the SASS")
-        print(f"\n{'architecture':<12} {'LDG.128':>7} {'STG.128':>7}  data loop (SASS)")
+        print(f"\n{'architecture':<12} {'LDG.128':>7} {'STG.128':>7}  kernel (SASS)")
         for (arch, function), text in sorted(loops.items()):
             loads = len(re.findall(r"\bLDG\.E\.128\b", text))
             stores = len(re.findall(r"\bSTG\.E\.128\b", text))
@@ -120,7 +123,7 @@ def main():
         print("\nFAILED:\n  " + "\n  ".join(failures))
         return 1
     print(f"\nevery function within {MAX_STACK} bytes of stack and {MAX_SPILL_STORES} bytes of "
-          "spills; every data loop on 128-bit loads and stores")
+          "spills; every data-moving kernel on 128-bit loads and stores")
     return 0
 
 
