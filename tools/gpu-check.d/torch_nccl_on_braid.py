@@ -2,11 +2,14 @@
 NVIDIA's NCCL refuses ("Duplicate GPU detected") and Braid allows. Run with Braid's libnccl.so.2
 preloaded (tools/gpu-check does): LD_PRELOAD=<braid>/lib/libnccl.so.2.
 
-Checks, on every rank: the loaded libnccl is Braid's; all_reduce of float32 and bfloat16 exact
+Checks, on every rank: the ncclAllReduce that the process resolves comes from Braid (the library
+that defines it also exports braidBarrier, an entry point only Braid has; /proc/self/maps lists
+NVIDIA's libnccl.so.2 too, which torch loads by name and whose symbols the preload shadows); all_reduce of float32 and bfloat16 exact
 (sums of small integers); one DDP step's gradients equal the mean of the ranks' own gradients.
 Prints "torch-on-braid: OK ..." and exits 0, or names what failed and exits 1.
 """
 import argparse
+import ctypes
 import os
 import socket
 import sys
@@ -16,12 +19,27 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 
-def loaded_nccl():
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            if "libnccl.so" in line:
-                return line.split()[-1]
-    return "(none)"
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def nccl_provider():
+    """(path, is_braid): the library whose ncclAllReduce this process calls, and whether that
+    library exports braidBarrier."""
+    scope = ctypes.CDLL(None)  # the global scope: the executable, the preloads, then the rest
+    try:
+        addr = ctypes.cast(scope.ncclAllReduce, ctypes.c_void_p).value
+    except AttributeError:
+        return "(no ncclAllReduce in the global scope)", False
+    info = _DlInfo()
+    dladdr = scope.dladdr
+    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+    if not dladdr(addr, ctypes.byref(info)) or not info.dli_fname:
+        return "(dladdr found no library)", False
+    path = info.dli_fname.decode()
+    lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    return os.path.realpath(path), hasattr(lib, "braidBarrier")
 
 
 def rank_main(rank, world, port, failures):
@@ -29,9 +47,11 @@ def rank_main(rank, world, port, failures):
     torch.cuda.set_device(0)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda:0"))
     problems = []
-    lib = loaded_nccl()
-    if "braid" not in lib.lower() and os.environ.get("BRAID_LIB_DIR", "@") not in lib:
-        problems.append(f"libnccl loaded from {lib}, not Braid's")
+    lib, is_braid = nccl_provider()
+    if not is_braid:
+        problems.append(f"ncclAllReduce comes from {lib}, which has no braidBarrier: not Braid")
+    elif rank == 0:
+        print(f"torch-on-braid: ncclAllReduce from {lib} (exports braidBarrier)", flush=True)
     for dtype in (torch.float32, torch.bfloat16):
         for count in (1, 1031, 1 << 20):
             x = (torch.arange(count, device="cuda:0") % 7 + rank + 1).to(dtype)
