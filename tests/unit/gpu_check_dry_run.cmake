@@ -1,0 +1,47 @@
+# tools/gpu-check --dry-run against a build folder (docs/cuda.md, "The device script"): the
+# script the device machine runs, here with no device. Passes when it exits 0, wrote only its
+# table and its log archive, and every step's row is "ok" (the probe, the programs' check) or a
+# skip for the device's absence or for time: "skip (no device)", "skip (time)".
+#   cmake -DTOOL=tools/gpu-check -DBUILD_DIR=build -DOUT=dir -P gpu_check_dry_run.cmake
+foreach(var TOOL BUILD_DIR OUT)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "gpu_check_dry_run.cmake: -D${var}= is required")
+  endif()
+endforeach()
+file(REMOVE_RECURSE ${OUT})
+execute_process(COMMAND ${TOOL} --dry-run --build-dir ${BUILD_DIR} --out ${OUT}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE output ERROR_VARIABLE output TIMEOUT 170)
+message("${output}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "tools/gpu-check --dry-run exited ${rc}")
+endif()
+file(GLOB written RELATIVE ${OUT} ${OUT}/*)
+list(SORT written)
+if(NOT written STREQUAL "gpu-check-logs.tar.gz;gpu-check.md")
+  message(FATAL_ERROR "${OUT} holds '${written}', not the table and the log archive alone")
+endif()
+file(SIZE ${OUT}/gpu-check-logs.tar.gz archive_bytes)
+if(archive_bytes EQUAL 0)
+  message(FATAL_ERROR "${OUT}/gpu-check-logs.tar.gz is empty")
+endif()
+file(STRINGS ${OUT}/gpu-check.md rows REGEX "^\\| ")
+set(steps 0)
+foreach(row IN LISTS rows)
+  if(row MATCHES "^\\| step \\| result \\|" OR row MATCHES "^\\|---")
+    continue()
+  endif()
+  if(NOT row MATCHES "^\\| ([^|]+) \\| ([^|]+) \\| ")
+    message(FATAL_ERROR "not a table row: ${row}")
+  endif()
+  set(result "${CMAKE_MATCH_2}")
+  if(NOT result MATCHES "^(ok|skip \\(no device\\)|skip \\(time\\))$")
+    message(FATAL_ERROR "a step is neither ok nor skipped for the device or time: ${row}")
+  endif()
+  math(EXPR steps "${steps} + 1")
+endforeach()
+# probe, programs, 4 exactness, 4 bandwidth, validate-nccl, PyTorch, 3 nccl-tests, kernels,
+# 3 sanitizers: at least 19 rows.
+if(steps LESS 19)
+  message(FATAL_ERROR "${steps} rows in ${OUT}/gpu-check.md; every step has one (19)")
+endif()
+message(STATUS "gpu-check --dry-run: ${steps} rows, each ok or skipped for the device or time")
