@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="BRAID-TORCH-SKIP: torch is not installed")
 if int(torch.__version__.split(".")[0]) < 2:
-    pytest.skip(f"BRAID-TORCH-SKIP: torch {torch.__version__} has no tensor-coalesced collectives",
-                allow_module_level=True)
+    pytest.skip(f"BRAID-TORCH-SKIP: this torch ({torch.__version__}) has no tensor-coalesced "
+                "collectives", allow_module_level=True)
 
 from torch_ranks import run_ranks  # noqa: E402
 
