@@ -70,17 +70,30 @@ TORCH_GATES = [
 WORLDS = [int(w) for w in os.environ.get("BRAID_TORCH_SUITE_WORLDS", "2,3").split(",")]
 
 
-def _run_suite(backend, world, report, patterns):
+def _start_suite(backend, world, report, patterns):
     env = dict(os.environ, BACKEND=backend, WORLD_SIZE=str(world), TEMP_DIR=str(report.parent))
     env.setdefault("BRAID_TORCH_SUITE_START", "fork")  # 8x faster here than spawn, same tests
     env.pop("BRAID_TIMEOUT_S", None)  # the suite's own timeouts must reach the backend
     cmd = [PYTHON, os.path.join(HERE, "pytorch_suite.py"), "--exact", "--report", str(report)]
     for p in patterns:
         cmd += ["-k", p]
-    proc = subprocess.run(cmd, env=env, cwd=report.parent, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=3000)
+    log = open(report.parent / "suite.log", "w+")
+    return subprocess.Popen(cmd, env=env, cwd=report.parent, stdout=log,
+                            stderr=subprocess.STDOUT, text=True), log
+
+
+def _finish_suite(backend, report, started):
+    proc, log = started
+    try:
+        proc.wait(timeout=3000)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    log.seek(0)
+    output = log.read()
+    log.close()
     if not report.exists():
-        pytest.fail(f"the suite over {backend} wrote no report:\n{proc.stdout[-6000:]}")
+        pytest.fail(f"the suite over {backend} wrote no report:\n{output[-6000:]}")
     with open(report) as f:
         return json.load(f)
 
@@ -94,8 +107,13 @@ def test_braid_passes_what_gloo_passes(world, tmp_path):
     patterns = [] if os.environ.get("BRAID_TORCH_SUITE_ALL") == "1" else CI_TESTS
     (tmp_path / "gloo").mkdir()
     (tmp_path / "braid").mkdir()
-    gloo = _run_suite("gloo", world, tmp_path / "gloo" / "report.json", patterns)
-    braid = _run_suite("braid", world, tmp_path / "braid" / "report.json", patterns)
+    # The two backends' runs side by side: each has its own port, folder and processes, and
+    # much of the suite waits (timeouts, barriers, ranks starting), so the pair takes little
+    # longer than one.
+    reports = {b: tmp_path / b / "report.json" for b in ("gloo", "braid")}
+    started = {b: _start_suite(b, world, reports[b], patterns) for b in reports}
+    gloo = _finish_suite("gloo", reports["gloo"], started["gloo"])
+    braid = _finish_suite("braid", reports["braid"], started["braid"])
     lost, extra_skips, gated = [], [], []
     for name, outcome in sorted(gloo.items()):
         mine = braid.get(name, "missing")
@@ -110,6 +128,7 @@ def test_braid_passes_what_gloo_passes(world, tmp_path):
     print(f"world {world}, torch {torch.__version__}: {json.dumps(counts)}; "
           f"PyTorch's own gates: {gated}")
     sys.stdout.flush()
+    assert counts["gloo"]["ok"] > 0, f"the suite ran no test over gloo: {counts}"
     assert not lost and not extra_skips, (
         f"gloo passes, Braid does not ({len(lost)}):\n" + "\n".join(lost) +
         f"\nskipped for Braid only ({len(extra_skips)}):\n" + "\n".join(extra_skips))
