@@ -13,7 +13,7 @@ inline const char* unsupported(const CollectiveArgs& a) {
   if (a.comm.nranks < 1 || a.comm.rank < 0 || a.comm.rank >= a.comm.nranks)
     return "rank outside the communicator";
   if (a.comm.channels < 1) return "no channel";
-  if (static_cast<int>(a.collective) < 0 || static_cast<int>(a.collective) > 4)
+  if (static_cast<std::size_t>(a.collective) >= kNumCollectives)
     return "collective outside the five";
   if (a.op.dtype < 0 || a.op.dtype >= dtype::kCount) return "data type outside NCCL's";
   if (a.root < 0 || a.root >= a.comm.nranks) return "root outside the communicator";

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/collective_type.h"
 #include "kernels/ops.h"
 #include "kernels/reduce.h"
 
@@ -28,13 +29,8 @@ namespace braid::kernels::device {
 
 enum class Protocol : int { kSimple = 0, kLL = 1 };
 enum class Algorithm : int { kRing = 0, kTree = 1, kOneShot = 2 };
-enum class Collective : int {
-  kAllReduce = 0,
-  kBroadcast = 1,
-  kReduce = 2,
-  kAllGather = 3,
-  kReduceScatter = 4,
-};
+/// The host's enum of collectives (kernels/collective_type.h): one enum, no conversion.
+using Collective = ::braid::CollType;
 
 /// The header of one FIFO; its slots follow it in the same allocation, found by offsets from the
 /// header (not pointers), so the header means the same in every process that maps it: a sender

@@ -7,10 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace braid {
+#include "kernels/collective_type.h"
 
-enum class CollType : uint8_t { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter };
-constexpr size_t kNumCollectives = 5;
+namespace braid {
 
 /// How large one of a call's buffers is on a rank, in units of the call's count.
 enum class Extent : uint8_t {

@@ -71,7 +71,7 @@ kernels::device::CollectiveArgs kernelArgs(ncclComm* comm, const Plan& plan, boo
   const DeviceSchedule s = chooseDeviceSchedule(a.coll, bytes, comm->nranks(), channels.channels(),
                                                 comm->config.algo, comm->config.proto);
   kernels::device::CollectiveArgs k;
-  k.collective = static_cast<kernels::device::Collective>(a.coll);
+  k.collective = a.coll;  // one enum (kernels/collective_type.h)
   k.algorithm = s.algorithm;
   k.protocol = s.protocol;
   k.root = a.root;
