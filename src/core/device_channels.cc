@@ -150,10 +150,22 @@ ncclResult_t DeviceChannels::setup(Bootstrap& bootstrap, const std::vector<PeerI
   mine.llSlotBytes = shape.fifo.llSlotBytes;
   words_ = static_cast<int*>(rt.allocMapped(sizeof(int) * (1 + shape.channels)));
   void* region = nullptr;
-  int sharer = -1;  // a rank of another process on this rank's GPU
-  for (const PeerInfo& p : peers)
+  int sharer = -1;    // a rank of another process on this rank's GPU
+  int inProcess = 0;  // this process's ranks on this rank's GPU, each launching on its stream
+  for (const PeerInfo& p : peers) {
     if (p.processHash != mine.processHash && p.deviceId == peers[rank].deviceId) sharer = p.rank;
-  if (sharer >= 0 && !rt.mpsEnabled(cudaDevice)) {
+    inProcess += p.processHash == mine.processHash && p.deviceId == peers[rank].deviceId;
+  }
+  const int queues = rt.hardwareQueues(cudaDevice);
+  if (queues > 0 && inProcess > queues) {
+    why = std::to_string(inProcess) + " ranks of this process launch kernels on GPU " +
+          std::to_string(cudaDevice) + ", more than its " + std::to_string(queues) +
+          " hardware queues (CUDA_DEVICE_MAX_CONNECTIONS; CUDA's default 8, at most 32): two "
+          "ranks' streams would share a queue, where one rank's kernel waits behind another's "
+          "that waits for it. Set CUDA_DEVICE_MAX_CONNECTIONS=" +
+          std::to_string(std::min(inProcess, 32)) +
+          " before CUDA starts (up to 32 ranks), or run fewer ranks per process";
+  } else if (sharer >= 0 && !rt.mpsEnabled(cudaDevice)) {
     why = "rank " + std::to_string(sharer) + " is another process on the same GPU (device " +
           std::to_string(cudaDevice) +
           ") and MPS is not running: the processes' kernels would take turns on the GPU, and "

@@ -5,6 +5,7 @@
 // ranks of one process whose callbacks CUDA serialises.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -18,6 +19,7 @@
 #include "device/device_runtime.h"
 #include "kernels/cuda/device_collective.h"
 #include "kernels/cuda/reduce_cuda.h"
+#include "util/env.h"
 #include "util/status.h"
 
 namespace braid {
@@ -332,6 +334,11 @@ class CudaRuntime final : public DeviceRuntime {
   }
 
   void freeMapped(void* p) override { cudaFreeHost(p); }
+
+  int hardwareQueues(int) override {
+    // CUDA's own variable, read as CUDA reads it (its default 8, clamped to 1..32).
+    return static_cast<int>(std::clamp<int64_t>(envInt("CUDA_DEVICE_MAX_CONNECTIONS", 8), 1, 32));
+  }
 
   ncclResult_t residentKernelBlocks(int device, int* blocks) override {
     DeviceScope scope(device);

@@ -112,6 +112,11 @@ class DeviceRuntime {
   /// fewest of any instantiation per multiprocessor, times the multiprocessors); 0 where the
   /// runtime knows no such limit (no kernels, or a fake device whose blocks are threads).
   virtual ncclResult_t residentKernelBlocks(int device, int* blocks);
+  /// The hardware queues this process's streams reach `device` through: CUDA's
+  /// CUDA_DEVICE_MAX_CONNECTIONS (8 when unset, 1 to 32), read when CUDA starts. More streams
+  /// than queues share them, and a kernel queued behind another on one queue waits for it to
+  /// finish. 0 where the runtime has no such limit (no kernels, or a fake device).
+  virtual int hardwareQueues(int /*device*/) { return 0; }
   /// Enqueues one rank's launch on `stream` (of `device`): launch.channels() blocks, each running
   /// the launch's collectives in order and writing its ChannelStatus to status[channel] (mapped
   /// memory) when it ends.

@@ -27,6 +27,7 @@ namespace {
 using braid::test::DeviceInts;
 using braid::test::expectElements;
 using braid::test::fakeDevice;
+using braid::test::KernelPath;
 using braid::test::RankContext;
 using braid::test::RunOptions;
 using braid::test::runProcesses;
@@ -59,9 +60,11 @@ void everyCollective(RankContext& ctx) {
   void* stream = fake.createStream(0);
   auto s = static_cast<cudaStream_t>(stream);
   auto sync = [&] { fake.synchronize(stream); };
+  KernelPath path(ctx, stream);
   const int n = ctx.nranks(), me = ctx.rank();
   for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1031}, size_t{70001}}) {
     const std::string at = " count " + std::to_string(count);
+    const long one = count > 0 ? 1 : 0;  // as NCCL, an empty call launches nothing
     for (ncclRedOp_t op : {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg}) {
       for (bool inPlace : {false, true}) {
         DeviceInts send(count), recv(count);
@@ -70,6 +73,7 @@ void everyCollective(RankContext& ctx) {
         ASSERT_EQ(ncclAllReduce(send.data, out, count, ncclInt32, op, comm, s), ncclSuccess)
             << ncclGetLastError(comm);
         sync();
+        path.expect(one, 0, "allreduce op " + std::to_string(op) + at);
         std::vector<int32_t> want(count);
         for (size_t i = 0; i < count; ++i) {
           int64_t sum = 0;
@@ -97,6 +101,7 @@ void everyCollective(RankContext& ctx) {
       for (size_t i = 0; i < count; ++i) f[i] = static_cast<float>(input(me, i));
       ASSERT_EQ(ncclAllReduce(f, f, count, ncclFloat32, ncclSum, comm, s), ncclSuccess);
       sync();
+      path.expect(one, 0, "float allreduce" + at);
       for (size_t i = 0; i < count; ++i) {
         float want = 0;
         for (int r = 0; r < n; ++r) want += static_cast<float>(input(r, i));
@@ -118,6 +123,7 @@ void everyCollective(RankContext& ctx) {
       ASSERT_EQ(ncclReduce(send.data, recv.data, count, ncclInt32, ncclMax, root, comm, s),
                 ncclSuccess);
       sync();
+      path.expect(2 * one, 0, "broadcast and reduce, root " + std::to_string(root) + at);
       std::vector<int32_t> bcast(count), max(count);
       for (size_t i = 0; i < count; ++i) {
         bcast[i] = input(root, i);
@@ -141,6 +147,8 @@ void everyCollective(RankContext& ctx) {
       ASSERT_EQ(ncclReduceScatter(whole.data, out, count, ncclInt32, ncclSum, comm, s),
                 ncclSuccess);
       sync();
+      path.expect(2 * one, 0,
+                  std::string("allgather and reducescatter") + (inPlace ? " in place" : "") + at);
       std::vector<int32_t> gathered(count * n), block(count, 0);
       for (int r = 0; r < n; ++r)
         for (size_t i = 0; i < count; ++i) {

@@ -309,5 +309,45 @@ TEST_F(DeviceP2pKernelTest, LaunchesFitTheBlocksTheGpuKeepsResident) {
   fake.setResidentKernelBlocks(0);
 }
 
+// Thread ranks on one GPU launch on a stream each, and a process's streams reach the GPU through
+// CUDA_DEVICE_MAX_CONNECTIONS hardware queues: with more ranks than queues, two ranks' kernels
+// could share a queue, the later waiting behind the earlier that waits for it. Kernels stay off
+// there (host-driven steps, with a warning naming the variable), and on where the ranks fit.
+using DeviceLimitsTest = FakeDeviceTest;
+
+TEST_F(DeviceLimitsTest, RanksBeyondTheHardwareQueuesRunWithoutKernels) {
+  auto& fake = fakeDevice();
+  for (int queues : {2, 3}) {
+    SCOPED_TRACE(testing::Message() << queues << " hardware queues, 3 ranks");
+    fake.setHardwareQueues(queues);
+    BRAID_EXPECT_ALL_RANKS_OK(runThreads(
+        3,
+        [&](RankContext& ctx) {
+          ncclComm_t comm = ctx.initComm();
+          ASSERT_NE(comm, nullptr);
+          EXPECT_EQ(comm->device.channels.ready(), queues >= 3);
+          void* stream = fakeDevice().createStream(0);
+          constexpr size_t kCount = 1031;
+          DeviceInts send(kCount), recv(kCount);
+          for (size_t i = 0; i < kCount; ++i) send.data[i] = input(ctx.rank(), i);
+          const FakeDeviceRuntime::StreamPath before = fakeDevice().pathOf(stream);
+          ASSERT_EQ(ncclAllReduce(send.data, recv.data, kCount, ncclInt32, ncclSum, comm,
+                                  static_cast<cudaStream_t>(stream)),
+                    ncclSuccess)
+              << ncclGetLastError(comm);
+          fakeDevice().synchronize(stream);
+          const FakeDeviceRuntime::StreamPath after = fakeDevice().pathOf(stream);
+          EXPECT_EQ(after.kernelLaunches - before.kernelLaunches, queues >= 3 ? 1 : 0);
+          std::vector<int32_t> want(kCount, 0);
+          for (int r = 0; r < ctx.nranks(); ++r)
+            for (size_t i = 0; i < kCount; ++i) want[i] += input(r, i);
+          expectElements(ctx, recv.data, want, "allreduce");
+          EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+        },
+        kernelTestOptions()));
+  }
+  fake.setHardwareQueues(0);
+}
+
 }  // namespace
 }  // namespace braid::test

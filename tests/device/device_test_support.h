@@ -67,6 +67,37 @@ struct DeviceInts {
   int32_t* data;
 };
 
+/// Checks, call by call, which path the calls on one stream took: kernels only - the launches
+/// expected, no byte staged through host memory, no host-driven work on the stream. Results alone
+/// cannot tell: the fake device's memory is host memory, so a fallback is exact too.
+class KernelPath {
+ public:
+  KernelPath(RankContext& ctx, void* stream)
+      : ctx_(ctx), stream_(stream), last_(fakeDevice().pathOf(stream)) {}
+  /// Since the last check: `collectives` collective launches and `p2p` point-to-point launches,
+  /// nothing else.
+  void expect(long collectives, long p2p, const std::string& what) {
+    const FakeDeviceRuntime::StreamPath now = fakeDevice().pathOf(stream_);
+    const long launched = now.kernelLaunches - last_.kernelLaunches;
+    const long p2pLaunched = now.p2pLaunches - last_.p2pLaunches;
+    const long staged = now.stagedBytes - last_.stagedBytes;
+    const long host = now.hostWork - last_.hostWork;
+    if (launched != collectives || p2pLaunched != p2p || staged != 0 || host != 0)
+      ctx_.fail(what + ": " + std::to_string(launched) + " collective and " +
+                std::to_string(p2pLaunched) + " point-to-point launch(es), " +
+                std::to_string(staged) + " bytes staged through host memory, " +
+                std::to_string(host) + " host-driven step(s); expected " +
+                std::to_string(collectives) + " and " + std::to_string(p2p) +
+                " launch(es) and nothing else");
+    last_ = now;
+  }
+
+ private:
+  RankContext& ctx_;
+  void* stream_;
+  FakeDeviceRuntime::StreamPath last_;
+};
+
 inline void expectElements(RankContext& ctx, const int32_t* got, const std::vector<int32_t>& want,
                            const std::string& what) {
   for (size_t i = 0; i < want.size(); ++i) {

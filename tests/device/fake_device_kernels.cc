@@ -47,6 +47,10 @@ ncclResult_t FakeDeviceRuntime::launchCollective(int device,
         return fail(ncclInternalError, "fake: collective kernel on device %d given %p", device, p);
   kernelLaunches_++;
   launchedItems_ += launch.count;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    paths_[stream].kernelLaunches++;
+  }
   push(stream, [launch, status] { kernels::device::runLaunchOnThreads(launch, status); });
   return ncclSuccess;
 }
@@ -65,6 +69,10 @@ ncclResult_t FakeDeviceRuntime::launchSendRecv(int device,
   }
   p2pLaunches_++;
   launchedTransfers_ += launch.count;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    paths_[stream].p2pLaunches++;
+  }
   // The arguments are large (a kernel parameter of up to 32 KiB): held once, shared.
   auto held = std::make_shared<kernels::device::P2pLaunchArgs>(launch);
   push(stream, [held, status, statusWords] {

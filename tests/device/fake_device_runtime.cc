@@ -172,11 +172,19 @@ ncclResult_t FakeDeviceRuntime::streamCapturing(void* stream, bool* capturing) {
 }
 
 ncclResult_t FakeDeviceRuntime::copyAsync(void* dst, const void* src, size_t bytes, void* stream) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    paths_[stream].stagedBytes += static_cast<long>(bytes);
+  }
   push(stream, [dst, src, bytes] { std::memcpy(dst, src, bytes); });
   return ncclSuccess;
 }
 
 ncclResult_t FakeDeviceRuntime::hostWorkAsync(void* stream, std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    paths_[stream].hostWork++;
+  }
   push(stream, std::move(work));
   return ncclSuccess;
 }

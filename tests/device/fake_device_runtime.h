@@ -100,6 +100,23 @@ class FakeDeviceRuntime final : public DeviceRuntime {
     *blocks = residentKernelBlocks_.load();
     return ncclSuccess;
   }
+  /// What the calls on one stream did so far: kernel launches, bytes staged through host memory
+  /// (copies between device and host memory on the stream) and host-driven work queued on it.
+  /// Per stream, so each rank's calls are told apart from the other ranks' in one process.
+  struct StreamPath {
+    long kernelLaunches = 0;
+    long p2pLaunches = 0;
+    long stagedBytes = 0;
+    long hostWork = 0;
+  };
+  StreamPath pathOf(void* stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return paths_[stream];
+  }
+  /// What hardwareQueues answers (0, the default: no limit), to play a process whose streams
+  /// reach the GPU through that many queues (CUDA_DEVICE_MAX_CONNECTIONS).
+  void setHardwareQueues(int queues) { hardwareQueues_ = queues; }
+  int hardwareQueues(int) override { return hardwareQueues_.load(); }
   /// Collective kernels launched so far, in this process.
   long kernelLaunches() const { return kernelLaunches_.load(); }
   /// Collectives those launches ran (a group's share one launch).
@@ -139,11 +156,13 @@ class FakeDeviceRuntime final : public DeviceRuntime {
   std::map<int, void*> defaultStreams_;
   std::map<const char*, Mapping> mappings_;  ///< start -> mapping
   std::map<const char*, size_t> pinned_;     ///< start -> bytes
+  std::map<void*, StreamPath> paths_;        ///< stream -> what ran on it
   int stagingAllocations_ = 0;
   std::atomic<long> deviceOps_{0};
   std::atomic<int> openedMappings_{0};
   std::atomic<long> kernelLaunches_{0};
   std::atomic<int> residentKernelBlocks_{0};
+  std::atomic<int> hardwareQueues_{0};
   std::atomic<long> launchedItems_{0};
   std::atomic<long> p2pLaunches_{0};
   std::atomic<long> launchedTransfers_{0};
