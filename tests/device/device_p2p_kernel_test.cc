@@ -35,6 +35,7 @@ void everyPointToPoint(RankContext& ctx) {
   void* stream = fake.createStream(0);
   auto s = static_cast<cudaStream_t>(stream);
   auto sync = [&] { fake.synchronize(stream); };
+  KernelPath path(ctx, stream);
   const int n = ctx.nranks(), me = ctx.rank();
   for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1031}, size_t{70001}}) {
     const std::string at = " count " + std::to_string(count);
@@ -57,6 +58,8 @@ void everyPointToPoint(RankContext& ctx) {
     ASSERT_EQ(ncclGather(gSend.data, gRecv.data, count, ncclInt32, root, comm, s), ncclSuccess);
     ASSERT_EQ(ncclScatter(sSend.data, sRecv.data, count, ncclInt32, root, comm, s), ncclSuccess);
     sync();
+    // One launch each for the ring's group, all-to-all, gather and scatter; nothing else.
+    path.expect(0, count > 0 ? 4 : 0, "send/recv, alltoall, gather and scatter" + at);
     std::vector<int32_t> fromPrevious(count), a2a(count * n), gathered(count * n), scattered(count);
     for (size_t i = 0; i < count; ++i) {
       fromPrevious[i] = input((me + n - 1) % n, i);
@@ -91,6 +94,7 @@ void everyPointToPoint(RankContext& ctx) {
     ASSERT_EQ(ncclRecv(rb.data, 3000, ncclInt32, prev, comm, s), ncclSuccess);
     ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(comm);
     sync();
+    path.expect(0, 1, "a group of six sends and receives");
     std::vector<int32_t> wa(5), wb(3000), ws(9);
     for (size_t i = 0; i < 5; ++i) wa[i] = input(prev, i);
     for (size_t i = 0; i < 3000; ++i) wb[i] = input(prev, 100 + i);
