@@ -114,13 +114,17 @@ def test_braid_passes_what_gloo_passes(world, tmp_path):
     started = {b: _start_suite(b, world, reports[b], patterns) for b in reports}
     gloo = _finish_suite("gloo", reports["gloo"], started["gloo"])
     braid = _finish_suite("braid", reports["braid"], started["braid"])
-    lost, extra_skips, gated = [], [], []
+    lost, extra_skips, gated, both_failed = [], [], [], []
     for name, outcome in sorted(gloo.items()):
         mine = braid.get(name, "missing")
         if outcome == "ok" and mine != "ok" and any(gate in mine for gate in TORCH_GATES):
             gated.append(name)
         elif outcome == "ok" and mine != "ok":
             lost.append(f"{name}: {mine[:1500]}")
+        elif outcome.startswith("failed") and not any(gate in mine for gate in TORCH_GATES):
+            # A test that errors on both is no evidence of parity: the suite or this machine
+            # is broken, and Braid's result is unknown.
+            both_failed.append(f"{name}: gloo {outcome[:700]}\nBraid {mine[:700]}")
         if not outcome.startswith("skipped") and mine.startswith("skipped"):
             extra_skips.append(f"{name}: {mine}")
     counts = {b: {k: sum(v.startswith(k) for v in r.values()) for k in ("ok", "skipped", "failed")}
@@ -128,7 +132,13 @@ def test_braid_passes_what_gloo_passes(world, tmp_path):
     print(f"world {world}, torch {torch.__version__}: {json.dumps(counts)}; "
           f"PyTorch's own gates: {gated}")
     sys.stdout.flush()
+    if patterns:  # every selected test ran on both backends, none lost on the way
+        for backend, report in (("gloo", gloo), ("braid", braid)):
+            missing = sorted(set(patterns) - set(report))
+            assert not missing, f"{len(missing)} selected test(s) never ran over {backend}: {missing}"
     assert counts["gloo"]["ok"] > 0, f"the suite ran no test over gloo: {counts}"
+    assert not both_failed, (f"{len(both_failed)} test(s) failed over gloo too (no evidence of "
+                             "parity):\n" + "\n".join(both_failed))
     assert not lost and not extra_skips, (
         f"gloo passes, Braid does not ({len(lost)}):\n" + "\n".join(lost) +
         f"\nskipped for Braid only ({len(extra_skips)}):\n" + "\n".join(extra_skips))
