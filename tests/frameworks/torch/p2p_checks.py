@@ -12,7 +12,9 @@ import torch
 SIZES = (0, 1, 7, 1031, 1572869, 16 * 1024 * 1024)  # float32: up to 6 MiB (prime) and 64 MiB
 
 
-PERIOD = 4093  # prime: the values repeat every PERIOD elements, never within a power of two
+# The values repeat every PERIOD elements; 4093 is prime, so it divides no power of two and a
+# block misplaced by a power-of-two offset still changes them.
+PERIOD = 4093
 
 
 def message(sender, receiver, n, salt=0):

@@ -107,9 +107,9 @@ def test_braid_passes_what_gloo_passes(world, tmp_path):
     patterns = [] if os.environ.get("BRAID_TORCH_SUITE_ALL") == "1" else CI_TESTS
     (tmp_path / "gloo").mkdir()
     (tmp_path / "braid").mkdir()
-    # The two backends' runs side by side: each has its own port, folder and processes, and
-    # much of the suite waits (timeouts, barriers, ranks starting), so the pair takes little
-    # longer than one.
+    # The two backends' runs side by side: each has its own folder (TEMP_DIR, where every test's
+    # ranks meet through a file store) and processes, and much of the suite waits (timeouts,
+    # barriers, ranks starting), so the pair takes little longer than one.
     reports = {b: tmp_path / b / "report.json" for b in ("gloo", "braid")}
     started = {b: _start_suite(b, world, reports[b], patterns) for b in reports}
     gloo = _finish_suite("gloo", reports["gloo"], started["gloo"])

@@ -2,7 +2,7 @@
 
 The server imports torch once (about 2-3.5 s a process on these machines) and forks each rank
 from that clean, single-threaded state: a rank starts as a spawned one would, with no thread or
-library state of the test process, in a tenth of the time. Braid itself is imported by each
+library state of the test process, without importing torch again. Braid itself is imported by each
 rank after the fork, so every rank's library starts its own threads.
 
 Every rank gets MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE (torchrun's variables) and one intra-op
