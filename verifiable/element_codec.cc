@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "verifiable/narrow_format_table.h"
+
 namespace braid::verifiable {
 
 namespace {
@@ -25,6 +27,18 @@ std::uint64_t encodeFloat(const FloatFormat& format, double value) {
     if (isBinary64(format)) return std::bit_cast<std::uint64_t>(value);
     if (isBinary32(format)) return std::bit_cast<std::uint32_t>(static_cast<float>(value));
   }
+  if (const NarrowFormatTable* table = NarrowFormatTable::of(format)) return table->encode(value);
+  return encodeFloatByLayout(format, value);
+}
+
+double decodeFloat(const FloatFormat& format, std::uint64_t bits) {
+  if (isBinary64(format)) return std::bit_cast<double>(bits);
+  if (isBinary32(format)) return std::bit_cast<float>(static_cast<std::uint32_t>(bits));
+  if (const NarrowFormatTable* table = NarrowFormatTable::of(format)) return table->decode(bits);
+  return decodeFloatByLayout(format, bits);
+}
+
+std::uint64_t encodeFloatByLayout(const FloatFormat& format, double value) {
   const int m = format.mantissaBits;
   const std::uint64_t one = 1;
   const std::uint64_t signBit = one << (format.exponentBits + m);
@@ -64,9 +78,7 @@ std::uint64_t encodeFloat(const FloatFormat& format, double value) {
   return sign | bits;
 }
 
-double decodeFloat(const FloatFormat& format, std::uint64_t bits) {
-  if (isBinary64(format)) return std::bit_cast<double>(bits);
-  if (isBinary32(format)) return std::bit_cast<float>(static_cast<std::uint32_t>(bits));
+double decodeFloatByLayout(const FloatFormat& format, std::uint64_t bits) {
   const int m = format.mantissaBits;
   const std::uint64_t one = 1;
   const std::uint64_t maxExponentField = (one << format.exponentBits) - 1;
@@ -188,7 +200,7 @@ double loadElement(const void* base, std::size_t index, ncclDataType_t type) {
   }
 }
 
-double roundToType(ncclDataType_t type, double value) {
+double roundToNarrowOrInteger(ncclDataType_t type, double value) {
   alignas(8) unsigned char element[8];
   storeElement(element, 0, type, value);
   return loadElement(element, 0, type);

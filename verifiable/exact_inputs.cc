@@ -1,6 +1,7 @@
 #include "verifiable/exact_inputs.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 
@@ -132,21 +133,45 @@ double ExactInputs::scale(std::size_t index) const {
                     spec_.minExponent + static_cast<int>(streamWord(exponentKey_, index) % span));
 }
 
+std::uint64_t ExactInputs::denseBottom(std::uint64_t magnitude) const {
+  const std::uint64_t base = std::bit_floor(magnitude);
+  const std::uint64_t span = base / (2 * std::bit_ceil(static_cast<std::uint64_t>(spec_.nranks)));
+  return base + (span > 0 ? magnitude % span : 0);
+}
+
 double ExactInputs::averageInput(std::int64_t wanted, double scale) const {
   const ncclDataType_t type = spec_.type;
-  // Where the products of neighbouring inputs step over more than one value of the type, some
-  // integers are skipped, in runs: after a few neighbours toward zero, halve the integer (its
-  // values are coarser relative to the steps).
+  // Where the products of neighbouring inputs step over more than one value of the type (the
+  // input's binade is coarser than the target's by more than 1/averageScalar), some integers are
+  // skipped, in runs: k * scale misses by about k * (n * averageScalar - 1), which neighbours
+  // share and halving keeps. The bottom (P - n) / n of each binade is dense (P: the power of two
+  // at or above n, the input's binade is only P/2 times coarser there), so after three
+  // neighbours toward zero, k moves there: the power of two at or below k plus k's low bits
+  // (less than 1 / (2P) of the binade, so they stay in it); then halving, down to 0.
   std::int64_t k = wanted;
-  for (int tries = 1; k != 0; k = tries++ % 4 == 0 ? k / 2 : k - (k > 0 ? 1 : -1)) {
+  for (int tries = 1; k != 0; ++tries) {
     const double target = static_cast<double>(k) * scale;
     // The input nearest target / scalar, then its neighbours (half-ulp steps: the spacing
-    // halves below a power of two), nearest first.
+    // halves below a power of two), nearest first, each distinct input once.
     const double guess = roundToType(type, target / averageScalar_);
     const double step = unitInLastPlace(type, guess) / 2;
+    double tried[9];
+    int ntried = 0;
     for (int d : {0, 1, -1, 2, -2, 3, -3, 4, -4}) {
       const double x = roundToType(type, guess + d * step);
+      if (std::find(tried, tried + ntried, x) != tried + ntried) continue;
+      tried[ntried++] = x;
       if (std::isfinite(x) && roundToType(type, x * averageScalar_) == target) return x;
+    }
+    const std::int64_t sign = k > 0 ? 1 : -1;
+    const auto magnitude = static_cast<std::uint64_t>(k > 0 ? k : -k);
+    if (tries < 4) {
+      k -= sign;
+    } else if (const std::uint64_t dense = denseBottom(magnitude);
+               tries == 4 && dense != magnitude) {
+      k = sign * static_cast<std::int64_t>(dense);
+    } else {
+      k /= 2;
     }
   }
   return 0;

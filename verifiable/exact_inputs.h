@@ -12,7 +12,8 @@
 // ncclAvg follows NCCL: integers sum and divide (truncating); floating types multiply each
 // rank's input by averageScalar (1/nranks rounded to the type) and sum the rounded products. For
 // floats, each rank's input is chosen so that its rounded product is one of the integers above
-// (where no input of the type gives that integer, a nearby smaller one), so the sum of the
+// (where no input of the type gives that integer, a nearby smaller one, or one low in
+// its binade), so the sum of the
 // products is exact in any order too.
 #pragma once
 
@@ -79,8 +80,11 @@ class ExactInputs {
   bool contributes(int rank, std::size_t index) const;
   double scale(std::size_t index) const;
   /// Floating kAvg: an input whose product with averageScalar rounds to wanted * scale, or to
-  /// a nearby smaller integer times scale where no input gives that one (0 at worst).
+  /// a nearby smaller integer (or one low in its binade) times scale where no input gives
+  /// that one (0 at worst).
   double averageInput(std::int64_t wanted, double scale) const;
+  /// An integer at or below magnitude in the dense bottom of its binade (see averageInput).
+  std::uint64_t denseBottom(std::uint64_t magnitude) const;
   double input(int rank, std::size_t index, double scale) const;  ///< what rank contributes
   template <typename Input>
   double combineInputs(Input input) const;  ///< input(rank): that rank's value
