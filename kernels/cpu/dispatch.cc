@@ -3,10 +3,11 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "kernels/cpu/isa.h"
 #include "braid/datatypes.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/ops.h"
 #include "kernels/reduce.h"
+#include "util/settings.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -52,10 +53,10 @@ const CpuFeatures& cpuFeatures() {
   return features;
 }
 
-/// BRAID_KERNEL_ISA=avx512|avx2|scalar: the highest variant family allowed; anything else
-/// (or unset) allows all.
+/// BRAID_KERNEL_ISA=avx512|avx2|scalar: the highest variant family allowed (unset: all; another
+/// value is refused when a communicator is created, and allows all here, with a warning).
 Variant isaCapFromEnvironment() {
-  const char* cap = std::getenv("BRAID_KERNEL_ISA");
+  const char* cap = settingRaw(Setting::kKernelIsa);
   if (cap == nullptr) return Variant::kAvx512Bf16;
   if (std::strcmp(cap, "scalar") == 0) return Variant::kScalar;
   if (std::strcmp(cap, "avx2") == 0) return Variant::kAvx2;

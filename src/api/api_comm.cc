@@ -18,7 +18,6 @@
 #include "exec/device_launch.h"
 #include "exec/executor.h"
 #include "exec/group.h"
-#include "util/env.h"
 #include "util/log.h"
 #include "util/random.h"
 

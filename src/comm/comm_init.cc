@@ -16,7 +16,7 @@
 #include "transports/net/net_loader.h"
 #include "transports/p2p/p2p_transport.h"
 #include "tuner/cost_source.h"
-#include "util/env.h"
+#include "util/settings.h"
 #include "util/log.h"
 #include "util/status.h"
 
@@ -211,7 +211,7 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   BRAID_TRY(team.connect(ctx, peers));
   // Collective kernels where every pair of ranks reaches the other's GPU memory
   // (BRAID_DEVICE_KERNELS=0: host-driven steps instead).
-  if (team.overP2p && cudaDevice >= 0 && envInt("BRAID_DEVICE_KERNELS", 1) != 0)
+  if (team.overP2p && cudaDevice >= 0 && settingInt(Setting::kDeviceKernels) != 0)
     BRAID_TRY(comm->device.channels.setup(*team.bootstrap, team.peers, rank, cudaDevice,
                                           DeviceChannelShape::fromEnvironment()));
   team.policy.progress = &team.pullEveryReceive;

@@ -5,76 +5,51 @@
 #include <cstring>
 #include <sstream>
 
-#include "util/env.h"
+#include "util/settings.h"
 #include "util/status.h"
 
 namespace braid {
 
 ncclResult_t loadConfig(const ncclConfig_t* config, CommConfig* out) {
   CommConfig c;
-  c.timeoutS = envDouble("BRAID_TIMEOUT_S", 300);
-  c.spinIters = static_cast<int>(envInt("BRAID_SPIN", -1));
-  c.nslots = static_cast<uint32_t>(envInt("BRAID_NSLOTS", 8));
-  c.slotBytes = static_cast<size_t>(envInt("BRAID_SLOT_BYTES", 512 * 1024));
+  // Every variable's type and range first (util/settings_table.h): a bad value fails the
+  // communicator's creation naming it, wherever in the library it is read.
+  if (std::string problem = checkSettings(); !problem.empty())
+    return fail(ncclInvalidArgument, "%s", problem.c_str());
+  c.timeoutS = settingDouble(Setting::kTimeoutS);
+  c.spinIters = static_cast<int>(settingInt(Setting::kSpin));
+  c.nslots = static_cast<uint32_t>(settingInt(Setting::kNslots));
+  c.slotBytes = static_cast<size_t>(settingInt(Setting::kSlotBytes));
+  if (c.slotBytes % 64 != 0)
+    return fail(ncclInvalidArgument, "BRAID_SLOT_BYTES=%zu: must be a multiple of 64", c.slotBytes);
   c.zeroCopyMinBytes =
-      static_cast<size_t>(std::max<int64_t>(1, envInt("BRAID_ZERO_COPY_MIN_BYTES", 1 << 20)));
-  c.zeroCopyShared = envInt("BRAID_ZERO_COPY_SHARED", 1) != 0;
-  c.tcpSockets = static_cast<int>(envInt("BRAID_TCP_SOCKETS", envInt("NCCL_NSOCKS_PERTHREAD", 2)));
-  c.tcpBufferBytes = static_cast<int>(envInt("BRAID_TCP_BUFFER", 4 << 20));
-  const int64_t inlineBytes = envInt("BRAID_TCP_INLINE_BYTES", 512 << 10);
-  if (inlineBytes < 0 || inlineBytes > (int64_t{1} << 30))
-    return fail(ncclInvalidArgument, "BRAID_TCP_INLINE_BYTES=%lld: must be in [0, 1073741824]",
-                static_cast<long long>(inlineBytes));
-  c.tcpInlineBytes = static_cast<size_t>(inlineBytes);
-  c.adaptCalls = static_cast<uint32_t>(
-      std::clamp<int64_t>(envInt("BRAID_TUNER_ADAPT", 2048), 0, int64_t{1} << 30));
-  c.algo = envString("NCCL_ALGO", "");
-  c.proto = envString("NCCL_PROTO", "");
-  c.netName = envString("NCCL_NET", "");
-  const std::string connect = envString("BRAID_CONNECT", "auto");
-  if (connect != "auto" && connect != "all" && connect != "neighbours")
-    return fail(ncclInvalidArgument, "BRAID_CONNECT=%s: must be auto, all or neighbours",
-                connect.c_str());
+      static_cast<size_t>(std::max<int64_t>(1, settingInt(Setting::kZeroCopyMinBytes)));
+  c.zeroCopyShared = settingInt(Setting::kZeroCopyShared) != 0;
+  c.tcpSockets = static_cast<int>(settingIsSet(Setting::kTcpSockets)
+                                      ? settingInt(Setting::kTcpSockets)
+                                      : settingInt(Setting::kNcclNsocksPerthread));
+  c.tcpBufferBytes = static_cast<int>(settingInt(Setting::kTcpBuffer));
+  c.tcpInlineBytes = static_cast<size_t>(settingInt(Setting::kTcpInlineBytes));
+  c.adaptCalls = static_cast<uint32_t>(settingInt(Setting::kTunerAdapt));
+  c.algo = settingText(Setting::kNcclAlgo);
+  c.proto = settingText(Setting::kNcclProto);
+  c.netName = settingText(Setting::kNcclNet);
+  const std::string connect = settingText(Setting::kConnect);
   c.connect = connect == "all"          ? CommConfig::Connect::kAll
               : connect == "neighbours" ? CommConfig::Connect::kNeighbours
                                         : CommConfig::Connect::kAuto;
-  const int64_t allMax = envInt("BRAID_CONNECT_ALL_MAX_RANKS", kEagerConnectRanks);
-  if (allMax < 1 || allMax > (1 << 24))
-    return fail(ncclInvalidArgument, "BRAID_CONNECT_ALL_MAX_RANKS=%lld: must be in [1, 16777216]",
-                static_cast<long long>(allMax));
-  c.connectAllMaxRanks = static_cast<int>(allMax);
-  const std::string ringOrder = envString("BRAID_RING_ORDER", "host");
-  if (ringOrder != "host" && ringOrder != "rank")
-    return fail(ncclInvalidArgument, "BRAID_RING_ORDER=%s: must be host or rank",
-                ringOrder.c_str());
-  c.ringByHost = ringOrder == "host";
-  const int64_t rings = envInt("BRAID_RINGS", 2);
-  if (rings < 1 || rings > 2)
-    return fail(ncclInvalidArgument, "BRAID_RINGS=%lld: must be 1 or 2",
-                static_cast<long long>(rings));
-  c.rings = static_cast<int>(rings);
-  std::string list = envString("BRAID_TRANSPORTS", "");
-  std::stringstream ss(list);
+  c.connectAllMaxRanks = static_cast<int>(settingInt(Setting::kConnectAllMaxRanks));
+  c.ringByHost = settingText(Setting::kRingOrder) == "host";
+  c.rings = static_cast<int>(settingInt(Setting::kRings));
+  std::stringstream ss(settingText(Setting::kTransports));
   for (std::string t; std::getline(ss, t, ',');)
     if (!t.empty()) c.transports.push_back(t);
-  if (envInt("NCCL_SHM_DISABLE", 0) == 1) {
+  if (settingInt(Setting::kNcclShmDisable) == 1) {
     if (c.transports.empty()) c.transports = {"local", "p2p", "tcp"};
     std::erase(c.transports, std::string("shm"));
   }
-  const int64_t recorder = envInt("BRAID_FLIGHT_RECORDER_SIZE", 64);
-  if (recorder < 0 || recorder > (1 << 20))
-    return fail(ncclInvalidArgument, "BRAID_FLIGHT_RECORDER_SIZE=%lld: must be in [0, 1048576]",
-                static_cast<long long>(recorder));
-  c.flightRecorderSize = static_cast<size_t>(recorder);
-  c.sigusr1Dump = envInt("BRAID_SIGUSR1_DUMP", 0) == 1;
-  if (!std::isfinite(c.timeoutS) || c.timeoutS < 0)
-    return fail(ncclInvalidArgument, "BRAID_TIMEOUT_S=%g: must be >= 0 (0: no deadline)",
-                c.timeoutS);
-  if (c.nslots < 2 || c.nslots > 64)
-    return fail(ncclInvalidArgument, "BRAID_NSLOTS=%u: must be in [2, 64]", c.nslots);
-  if (c.slotBytes < 4096 || c.slotBytes > (64u << 20) || c.slotBytes % 64 != 0)
-    return fail(ncclInvalidArgument,
-                "BRAID_SLOT_BYTES=%zu: must be a multiple of 64 in [4 KiB, 64 MiB]", c.slotBytes);
+  c.flightRecorderSize = static_cast<size_t>(settingInt(Setting::kFlightRecorderSize));
+  c.sigusr1Dump = settingInt(Setting::kSigusr1Dump) == 1;
   if (config) {
     if (config->magic != 0xcafebeef)
       return fail(ncclInvalidArgument,

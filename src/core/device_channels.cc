@@ -10,8 +10,8 @@
 #include "core/team.h"
 #include "device/device_runtime.h"
 #include "transports/transport.h"
-#include "util/env.h"
 #include "util/log.h"
+#include "util/settings.h"
 #include "util/status.h"
 
 namespace braid {
@@ -65,20 +65,20 @@ struct Layout {
 
 DeviceChannelShape DeviceChannelShape::fromEnvironment() {
   DeviceChannelShape s;
-  s.channels = static_cast<int>(
-      std::clamp<int64_t>(envInt("BRAID_DEVICE_CHANNELS", 0), 0, DeviceChannelShape::kMaxChannels));
-  s.fifo.slots = static_cast<uint32_t>(std::clamp<int64_t>(envInt("BRAID_DEVICE_SLOTS", 4), 2, 64));
-  const auto bytes = [](const char* name, int64_t fallback, int64_t unit) {
-    const int64_t v = std::clamp<int64_t>(envInt(name, fallback), unit, int64_t{16} << 20);
-    return static_cast<uint32_t>(v / unit * unit);
+  // The ranges are the settings table's (util/settings_table.h): the clamps only keep a value
+  // read outside a communicator's creation (which refuses it first) within what the FIFOs hold.
+  s.channels = static_cast<int>(std::clamp<int64_t>(settingInt(Setting::kDeviceChannels), 0,
+                                                    DeviceChannelShape::kMaxChannels));
+  s.fifo.slots = static_cast<uint32_t>(settingInt(Setting::kDeviceSlots));
+  const auto bytes = [](Setting setting, int64_t unit) {
+    return static_cast<uint32_t>(settingInt(setting) / unit * unit);
   };
-  s.fifo.simpleSlotBytes = bytes("BRAID_DEVICE_SLOT_BYTES", 128 << 10, 128);
+  s.fifo.simpleSlotBytes = bytes(Setting::kDeviceSlotBytes, 128);
   // 16-byte multiples, so that every LL chunk of an aligned buffer starts on a 16-byte pack.
-  s.fifo.llSlotBytes = bytes("BRAID_DEVICE_LL_BYTES", 8 << 10, 16);
-  s.p2pLLThreshold = static_cast<size_t>(
-      std::clamp<int64_t>(envInt("NCCL_P2P_LL_THRESHOLD", 16384), 0, int64_t{1} << 30));
+  s.fifo.llSlotBytes = bytes(Setting::kDeviceLlBytes, 16);
+  s.p2pLLThreshold = static_cast<size_t>(settingInt(Setting::kNcclP2pLlThreshold));
   s.p2pChannelsPerPeer = static_cast<int>(std::clamp<int64_t>(
-      envInt("BRAID_P2P_CHANNELS_PER_PEER", 2), 1, DeviceChannelShape::kMaxChannels));
+      settingInt(Setting::kP2pChannelsPerPeer), 1, DeviceChannelShape::kMaxChannels));
   return s;
 }
 

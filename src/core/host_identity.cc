@@ -10,7 +10,7 @@
 #include <string>
 
 #include "transports/liveness.h"
-#include "util/env.h"
+#include "util/settings.h"
 
 namespace braid {
 namespace {
@@ -42,7 +42,7 @@ PeerInfo localPeerInfo(int rank) {
   info.rank = rank;
   info.pid = getpid();
   gethostname(info.hostname, sizeof(info.hostname) - 1);
-  std::string host = envString("NCCL_HOSTID", "");
+  std::string host = settingText(Setting::kNcclHostId);
   if (host.empty())
     host = std::string(info.hostname) + "|" + readFirstLine("/proc/sys/kernel/random/boot_id");
   info.hostHash = fnv1a(host + "|" + netNamespace());

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/bootstrap_root.h"
-#include "util/env.h"
+#include "util/settings.h"
 #include "util/log.h"
 #include "util/random.h"
 #include "util/status.h"
@@ -53,7 +53,7 @@ ncclResult_t newHostedUniqueId(ncclUniqueId* id) {
     close(fd);
     return fail(ncclSystemError, "no random bytes for the communicator secret");
   }
-  startBootstrapRoot(fd, f, envDouble("BRAID_TIMEOUT_S", 300));
+  startBootstrapRoot(fd, f, settingDouble(Setting::kTimeoutS));
   *id = packUniqueId(f);
   BRAID_INFO(kSubsysBootstrap, "unique id: bootstrap root at %s", addr.toString().c_str());
   return ncclSuccess;
@@ -83,10 +83,10 @@ bool parseSecret(const std::string& hex, unsigned char out[16]) {
 }  // namespace
 
 bool uniqueIdFromEnvironment(ncclUniqueId* id, ncclResult_t* result) {
-  std::string where = envString("NCCL_COMM_ID", "");
+  std::string where = settingText(Setting::kNcclCommId);
   if (where.empty()) {
-    const char* host = getenv("MASTER_ADDR");
-    const char* port = getenv("MASTER_PORT");
+    const char* host = settingRaw(Setting::kMasterAddr);
+    const char* port = settingRaw(Setting::kMasterPort);
     if (!host || !port) return false;
     where = std::string(host) + ":" + port;
   }
@@ -102,7 +102,7 @@ bool uniqueIdFromEnvironment(ncclUniqueId* id, ncclResult_t* result) {
   f.flags = kRootHostedByRank0;
   memcpy(f.addr, &addr.storage, addr.len);
   f.addrLen = addr.len;
-  std::string secret = envString("BRAID_COMM_SECRET", "");
+  std::string secret = settingText(Setting::kCommSecret);
   if (!secret.empty()) {
     if (!parseSecret(secret, f.secret)) {
       *result = fail(ncclInvalidArgument, "BRAID_COMM_SECRET must be 32 hex digits");

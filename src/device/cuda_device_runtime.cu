@@ -19,7 +19,7 @@
 #include "device/device_runtime.h"
 #include "kernels/cuda/device_collective.h"
 #include "kernels/cuda/reduce_cuda.h"
-#include "util/env.h"
+#include "util/settings.h"
 #include "util/status.h"
 
 namespace braid {
@@ -337,7 +337,7 @@ class CudaRuntime final : public DeviceRuntime {
 
   int hardwareQueues(int) override {
     // CUDA's own variable, read as CUDA reads it (its default 8, clamped to 1..32).
-    return static_cast<int>(std::clamp<int64_t>(envInt("CUDA_DEVICE_MAX_CONNECTIONS", 8), 1, 32));
+    return static_cast<int>(settingInt(Setting::kCudaDeviceMaxConnections));
   }
 
   ncclResult_t residentKernelBlocks(int device, int* blocks) override {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "util/settings.h"
 #include "util/status.h"
 
 namespace braid {
@@ -113,8 +114,7 @@ DeviceRuntime& deviceRuntime() {
   if (DeviceRuntime* r = installed.load(std::memory_order_acquire)) return *r;
   // BRAID_CUDA_DISABLE=1 keeps a CUDA build off the GPU (the host path never asks CUDA).
   static DeviceRuntime* const builtIn = [] {
-    const char* off = std::getenv("BRAID_CUDA_DISABLE");
-    DeviceRuntime* cuda = (off && std::strcmp(off, "1") == 0) ? nullptr : cudaDeviceRuntime();
+    DeviceRuntime* cuda = settingInt(Setting::kCudaDisable) == 1 ? nullptr : cudaDeviceRuntime();
     return cuda ? cuda : &noDeviceRuntime();
   }();
   return *builtIn;

@@ -11,17 +11,17 @@
 #include <sstream>
 
 #include "tuner/calibration.h"
-#include "util/env.h"
+#include "util/settings.h"
 #include "util/log.h"
 
 namespace braid {
 
 std::string tunerCachePath() {
-  std::string path = envString("BRAID_TUNER_CACHE", "");
+  std::string path = settingText(Setting::kTunerCache);
   if (!path.empty()) return path;
-  std::string dir = envString("XDG_CACHE_HOME", "");
+  std::string dir = settingText(Setting::kXdgCacheHome);
   if (dir.empty()) {
-    std::string home = envString("HOME", "");
+    std::string home = settingText(Setting::kHome);
     if (home.empty()) return "";
     dir = home + "/.cache";
   }
@@ -70,14 +70,14 @@ namespace {
 HostCosts resolveHostCosts() {
   HostCosts h{defaultLinkCosts(), "built-in"};
   std::string error;
-  if (std::string file = envString("BRAID_TUNER_FILE", ""); !file.empty()) {
+  if (std::string file = settingText(Setting::kTunerFile); !file.empty()) {
     if (readLinkCostsFile(file, &h.costs, &error))
       h.source = "file " + file;
     else
       BRAID_WARN("BRAID_TUNER_FILE=%s: %s; using the built-in costs", file.c_str(), error.c_str());
     return h;
   }
-  if (envInt("BRAID_TUNER_CALIBRATE", 1) == 0) return h;
+  if (settingInt(Setting::kTunerCalibrate) == 0) return h;
   const std::string cache = tunerCachePath();
   if (!cache.empty() && access(cache.c_str(), F_OK) == 0) {
     if (readLinkCostsFile(cache, &h.costs, &error)) {

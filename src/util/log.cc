@@ -1,5 +1,7 @@
 #include "util/log.h"
 
+#include "util/settings.h"
+
 #include <pthread.h>
 #include <strings.h>
 #include <sys/syscall.h>
@@ -72,7 +74,7 @@ void readConfig(LogConfig& cfg) {
   cfg = LogConfig();
   gethostname(cfg.host, sizeof(cfg.host) - 1);
   if (char* dot = strchr(cfg.host, '.')) *dot = 0;
-  const char* lvl = getenv("NCCL_DEBUG");
+  const char* lvl = settingRaw(Setting::kNcclDebug);
   if (lvl) {
     if (!strcasecmp(lvl, "VERSION"))
       cfg.level = kLogVersion;
@@ -86,8 +88,8 @@ void readConfig(LogConfig& cfg) {
       cfg.level = kLogTrace;
   }
   cfg.subsys |= kSubsysColl;
-  if (const char* sub = getenv("NCCL_DEBUG_SUBSYS")) cfg.subsys = parseSubsys(sub);
-  if (const char* f = getenv("NCCL_DEBUG_FILE"); f && cfg.level > kLogNone) {
+  if (const char* sub = settingRaw(Setting::kNcclDebugSubsys)) cfg.subsys = parseSubsys(sub);
+  if (const char* f = settingRaw(Setting::kNcclDebugFile); f && cfg.level > kLogNone) {
     std::string name = expandFileName(f, cfg.host);
     if (FILE* fp = fopen(name.c_str(), "w")) {
       setvbuf(fp, nullptr, _IOLBF, 0);

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "util/env.h"
+#include "util/settings.h"
 #include "util/log.h"
 #include "util/status.h"
 
@@ -102,9 +102,9 @@ ncclResult_t pollFor(int fd, short events, const Deadline& deadline,
 
 ncclResult_t findInterfaceAddresses(std::vector<SockAddr>* out, std::vector<std::string>* names,
                                     size_t most) {
-  std::string spec = envString("NCCL_SOCKET_IFNAME", "");
-  int family = static_cast<int>(envInt("NCCL_SOCKET_FAMILY_V6", 0)) ? AF_INET6 : AF_INET;
-  if (envString("NCCL_SOCKET_FAMILY", "") == "AF_INET6") family = AF_INET6;
+  std::string spec = settingText(Setting::kNcclSocketIfname);
+  int family = settingInt(Setting::kNcclSocketFamilyV6) != 0 ? AF_INET6 : AF_INET;
+  if (settingText(Setting::kNcclSocketFamily) == "AF_INET6") family = AF_INET6;
   struct ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return fail(ncclSystemError, "getifaddrs: %s", strerror(errno));
   // Without a spec, one interface: the first non-loopback, else loopback. With one, every

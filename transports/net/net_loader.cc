@@ -11,7 +11,7 @@
 #include <sstream>
 #include <vector>
 
-#include "util/env.h"
+#include "util/settings.h"
 #include "util/log.h"
 #include "util/status.h"
 
@@ -199,7 +199,7 @@ void tryLoad(Registry& reg, const std::string& name, bool quietIfMissing) {
 // it between communicators gets the new plugin; NCCL reads it once).
 std::vector<std::string> configuredNames(Registry& reg) {
   std::vector<std::string> names;
-  const char* env = getenv("NCCL_NET_PLUGIN");
+  const char* env = settingRaw(Setting::kNcclNetPlugin);
   if (!env) {
     names = {"libnccl-net.so"};
   } else if (strcasecmp(env, "none") != 0) {

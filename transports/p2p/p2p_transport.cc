@@ -6,7 +6,7 @@
 #include <string>
 
 #include "device/device_runtime.h"
-#include "util/env.h"
+#include "util/settings.h"
 #include "util/log.h"
 #include "util/status.h"
 
@@ -46,7 +46,7 @@ class SlotMemory final : public DeviceSlotMemory {
 };
 
 bool allowed(const TransportContext& ctx) {
-  if (envInt("NCCL_P2P_DISABLE", 0) == 1) return false;
+  if (settingInt(Setting::kNcclP2pDisable) == 1) return false;
   return ctx.allowed.empty() ||
          std::find(ctx.allowed.begin(), ctx.allowed.end(), "p2p") != ctx.allowed.end();
 }
