@@ -75,6 +75,22 @@ struct TransportContext {
   NetPlugin* net = nullptr;          ///< the plugin network chosen (null: Braid's own TCP)
 };
 
+/// The cost class of a link, as the tuner's tables have it: same process, shared memory on one
+/// host, or a network (Braid's TCP or a net plugin's).
+enum class LinkClass { kLocal, kShm, kTcp };
+
+/// What a transport is, for the code above the transports, which never compares names: its
+/// registration says it once (transport_registry.cc; the recipe is docs/design.md, "Adding a
+/// transport", and unit.TransportTraits checks every registered one).
+struct TransportTraits {
+  const char* name;         ///< BRAID_TRANSPORTS' word, and what logs and tests print
+  LinkClass link;           ///< the tuner's cost class
+  bool sharesMemory;        ///< both ends map the FIFO's memory (control words, device slots)
+  bool sameProcess;         ///< the peer's FIFO object lives in the peer's communicator
+  bool usesInterfaces;      ///< connects over NCCL_SOCKET_IFNAME's addresses
+  bool carriesDeviceSlots;  ///< adds device slots to a host transport's connection (P2P)
+};
+
 /// GPU memory a connection holds for device-buffer traffic (transports/p2p); released with it.
 class DeviceSlotMemory {
  public:
@@ -86,7 +102,8 @@ class SendConnection {
  public:
   virtual ~SendConnection() = default;
   FifoSender& fifo() { return fifo_; }
-  virtual const char* transportName() const = 0;
+  virtual const TransportTraits& transport() const = 0;
+  const char* transportName() const { return transport().name; }
   /// The P2P transport's device slots for this connection (null: host slots only).
   std::unique_ptr<DeviceSlotMemory> deviceSlots;
 
@@ -99,7 +116,8 @@ class RecvConnection {
  public:
   virtual ~RecvConnection() = default;
   FifoReceiver& fifo() { return fifo_; }
-  virtual const char* transportName() const = 0;
+  virtual const TransportTraits& transport() const = 0;
+  const char* transportName() const { return transport().name; }
   /// Called once every sender has connected (after a bootstrap barrier).
   virtual ncclResult_t finish(const TransportContext&) { return ncclSuccess; }
   /// The P2P transport's device slots for this connection (null: host slots only).
@@ -112,7 +130,8 @@ class RecvConnection {
 class Transport {
  public:
   virtual ~Transport() = default;
-  virtual const char* name() const = 0;
+  virtual const TransportTraits& traits() const = 0;
+  const char* name() const { return traits().name; }
   /// Symmetric: both ranks must reach the same answer from the same PeerInfos.
   virtual bool canConnect(const TransportContext& ctx, int peer) const = 0;
   virtual ncclResult_t setupRecv(const TransportContext& ctx, int peer, ConnectBlob* blob,
@@ -121,7 +140,7 @@ class Transport {
                                    std::unique_ptr<SendConnection>* conn) = 0;
   /// True for a transport that adds device slots to the connection of a host-memory transport
   /// (chooseHostTransport skips it).
-  virtual bool carriesDeviceSlots() const { return false; }
+  bool carriesDeviceSlots() const { return traits().carriesDeviceSlots; }
 };
 
 /// Registered transports in priority order.

@@ -133,8 +133,7 @@ ncclResult_t Primitives::describeStall(ncclResult_t code, int peer, bool sending
   std::string unread;
   for (size_t p = 0; p < ctx_.team.sendTo.size(); p++) {
     // A same-process peer's FIFO belongs to that peer, which may already have been destroyed.
-    if (!ctx_.team.sendTo[p] || strcmp(ctx_.team.sendTo[p]->transportName(), "local") == 0)
-      continue;
+    if (!ctx_.team.sendTo[p] || ctx_.team.sendTo[p]->transport().sameProcess) continue;
     const FifoControl* c = ctx_.sendFifo(p).control();
     uint32_t pending =
         c->head.load(std::memory_order_relaxed) - c->tail.load(std::memory_order_relaxed);

@@ -16,8 +16,8 @@
 #include "transports/net/net_loader.h"
 #include "transports/p2p/p2p_transport.h"
 #include "tuner/cost_source.h"
-#include "util/settings.h"
 #include "util/log.h"
+#include "util/settings.h"
 #include "util/status.h"
 
 namespace braid {
@@ -196,8 +196,7 @@ ncclResult_t commInit(ncclComm* comm, const ncclUniqueId& id, int nranks, int ra
   for (int r = 0; r < nranks; r++)
     if (r != rank) everyone.push_back(r);
   for (int peer : comm->config.connectOnFirstUse ? everyone : peers)
-    if (Transport* t = chooseTransport(ctx, peer); t && std::string(t->name()) == "tcp")
-      needTcp = true;
+    if (Transport* t = chooseTransport(ctx, peer); t && t->traits().usesInterfaces) needTcp = true;
   if (needTcp) BRAID_TRY(findInterfaceAddresses(&ctx.tcpAddresses, nullptr, kMaxTcpInterfaces));
   CommCostModel model = commCostModel(tuner, team.peers, ctx.allowed);
   model.slotBytes = static_cast<double>(comm->config.slotBytes);

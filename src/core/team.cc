@@ -140,9 +140,8 @@ ncclResult_t Team::connect(const TransportContext& ctx, const std::vector<int>& 
   for (int p = 0; p < nranks; p++) {
     if (p == rank) continue;
     const bool connected = sendTo[p] && recvFrom[p];
-    const std::string t = connected ? sendTo[p]->transportName() : "";
     mineAll = mineAll && connected;
-    if (t != "shm" && t != "local") mineShared = false;
+    if (!connected || !sendTo[p]->transport().sharesMemory) mineShared = false;
     if (p2pAll && (!connected || !sendTo[p]->fifo().hasDeviceSlots())) mineSlots = false;
   }
   std::vector<std::string> flags;

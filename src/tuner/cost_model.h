@@ -8,6 +8,7 @@
 #include <string>
 
 #include "algorithms/algorithm.h"
+#include "transports/transport.h"
 
 namespace braid {
 
@@ -31,8 +32,7 @@ bool parseLinkCosts(const std::string& text, LinkCosts* costs, std::string* erro
 /// The text parseLinkCosts reads back into the same constants.
 std::string formatLinkCosts(const LinkCosts& costs);
 
-/// Which transport class a communicator's slowest connection uses.
-enum class LinkClass { kLocal, kShm, kTcp };
+/// The name of a communicator's slowest connection's class (LinkClass: transports/transport.h).
 const char* linkClassName(LinkClass c);
 
 /// What the model needs to know about a communicator; the same on every rank of it (commInit

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "tuner/calibration.h"
-#include "util/settings.h"
 #include "util/log.h"
+#include "util/settings.h"
 
 namespace braid {
 
@@ -174,9 +174,7 @@ CommCostModel commCostModel(const TunerWire& rank0, const std::vector<PeerInfo>&
   for (auto [from, to] : pairs) {
     ctx.rank = from;
     Transport* t = chooseHostTransport(ctx, to);
-    LinkClass c = !t || strcmp(t->name(), "tcp") == 0 ? LinkClass::kTcp
-                  : strcmp(t->name(), "shm") == 0     ? LinkClass::kShm
-                                                      : LinkClass::kLocal;
+    const LinkClass c = t ? t->traits().link : LinkClass::kTcp;
     m.link = std::max(m.link, c);
     if (peers[from].hostHash == peers[to].hostHash) within = std::max(within, c);
   }

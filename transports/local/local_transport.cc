@@ -38,13 +38,16 @@ struct LocalBlob {
 // The P2P transport carries this blob inside its own.
 static_assert(sizeof(LocalBlob) <= kCarriedBlobBytes);
 
+// name, link class, shares memory, same process, uses interfaces, carries device slots
+constexpr TransportTraits kLocalTraits = {"local", LinkClass::kLocal, true, true, false, false};
+
 class LocalRecv : public RecvConnection {
  public:
   explicit LocalRecv(LocalFifo* shared) : shared_(shared) {
     fifo_.attach(shared->control(), nullptr);
   }
   ~LocalRecv() override { releaseEnd(shared_); }
-  const char* transportName() const override { return "local"; }
+  const TransportTraits& transport() const override { return kLocalTraits; }
 
  private:
   LocalFifo* shared_;
@@ -57,7 +60,7 @@ class LocalSend : public SendConnection {
     fifo_.attach(shared->control(), nullptr);
   }
   ~LocalSend() override { releaseEnd(shared_); }
-  const char* transportName() const override { return "local"; }
+  const TransportTraits& transport() const override { return kLocalTraits; }
 
  private:
   LocalFifo* shared_;
@@ -65,7 +68,7 @@ class LocalSend : public SendConnection {
 
 class LocalTransport : public Transport {
  public:
-  const char* name() const override { return "local"; }
+  const TransportTraits& traits() const override { return kLocalTraits; }
   bool canConnect(const TransportContext& ctx, int peer) const override {
     return (*ctx.peers)[peer].processHash == (*ctx.peers)[ctx.rank].processHash;
   }

@@ -17,10 +17,13 @@ struct NetBlob {
   int32_t dev;
 };
 
+// name, link class, shares memory, same process, uses interfaces, carries device slots
+constexpr TransportTraits kNetTraits = {"net", LinkClass::kTcp, false, false, false, false};
+
 class NetRecv : public RecvConnection {
  public:
   explicit NetRecv(std::unique_ptr<NetReceivePump> pump) : pump_(std::move(pump)) {}
-  const char* transportName() const override { return "net"; }
+  const TransportTraits& transport() const override { return kNetTraits; }
   ncclResult_t finish(const TransportContext& ctx) override {
     BRAID_TRY(pump_->accept(ctx.policy.timeoutS, ctx.policy.abort));
     // The rank itself pulls the messages while it waits (as over TCP).
@@ -41,7 +44,7 @@ class NetSend : public SendConnection {
   }
   // As TCP's: a rank's final slots reach the peer before its communicator goes.
   ~NetSend() override { engine_->drain(timeoutS_, abort_); }
-  const char* transportName() const override { return "net"; }
+  const TransportTraits& transport() const override { return kNetTraits; }
 
  private:
   std::unique_ptr<NetSendEngine> engine_;
@@ -78,7 +81,7 @@ ncclResult_t chooseDevice(const TransportContext& ctx, int* dev) {
 
 class NetTransport : public Transport {
  public:
-  const char* name() const override { return "net"; }
+  const TransportTraits& traits() const override { return kNetTraits; }
   bool canConnect(const TransportContext& ctx, int peer) const override {
     const std::vector<PeerInfo>& peers = *ctx.peers;
     // Both ranks chose the same plugin network (each reaches this answer from the same infos).

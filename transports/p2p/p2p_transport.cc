@@ -6,8 +6,8 @@
 #include <string>
 
 #include "device/device_runtime.h"
-#include "util/settings.h"
 #include "util/log.h"
+#include "util/settings.h"
 #include "util/status.h"
 
 namespace braid {
@@ -65,7 +65,7 @@ bool pairCanConnect(const TransportContext& ctx, const PeerInfo& a, const PeerIn
   TransportContext host = ctx;
   host.rank = a.rank;
   Transport* t = chooseHostTransport(host, b.rank);
-  return t && (std::string(t->name()) == "local" || std::string(t->name()) == "shm");
+  return t && t->traits().sharesMemory;
 }
 
 }  // namespace
@@ -160,10 +160,14 @@ ncclResult_t attachDeviceSlots(const TransportContext& ctx, int peer, SendConnec
   return ncclSuccess;
 }
 
+// Rides on a local or shm connection (whose FIFO it extends with device slots): its control
+// words are in memory both ends map. name, link class, shares memory, same process, uses
+// interfaces, carries device slots.
+constexpr TransportTraits kP2pTraits = {"p2p", LinkClass::kShm, true, false, false, true};
+
 class P2pTransport : public Transport {
  public:
-  const char* name() const override { return "p2p"; }
-  bool carriesDeviceSlots() const override { return true; }
+  const TransportTraits& traits() const override { return kP2pTraits; }
   bool canConnect(const TransportContext& ctx, int peer) const override {
     if (!allowed(ctx)) return false;
     const std::vector<PeerInfo>& peers = *ctx.peers;

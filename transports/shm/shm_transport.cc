@@ -63,6 +63,9 @@ ncclResult_t mapSegment(const char* name, size_t bytes, bool create, void** out)
   return ncclSuccess;
 }
 
+// name, link class, shares memory, same process, uses interfaces, carries device slots
+constexpr TransportTraits kShmTraits = {"shm", LinkClass::kShm, true, false, false, false};
+
 class ShmRecv : public RecvConnection {
  public:
   ShmRecv(const std::string& name, int fd, void* mem, size_t bytes, const PeerInfo& peer)
@@ -70,7 +73,7 @@ class ShmRecv : public RecvConnection {
     fifo_.attach(static_cast<FifoControl*>(mem), &live_);
   }
   ~ShmRecv() override { release(); }
-  const char* transportName() const override { return "shm"; }
+  const TransportTraits& transport() const override { return kShmTraits; }
   // Every sender has mapped the memory: drop the name / descriptor that let them find it.
   ncclResult_t finish(const TransportContext&) override {
     release();
@@ -96,7 +99,7 @@ class ShmSend : public SendConnection {
       : map_(mem, bytes), live_(peer.pid, peer.pidStartTime, peer.rank) {
     fifo_.attach(static_cast<FifoControl*>(mem), &live_);
   }
-  const char* transportName() const override { return "shm"; }
+  const TransportTraits& transport() const override { return kShmTraits; }
 
  private:
   Mapping map_;
@@ -105,7 +108,7 @@ class ShmSend : public SendConnection {
 
 class ShmTransport : public Transport {
  public:
-  const char* name() const override { return "shm"; }
+  const TransportTraits& traits() const override { return kShmTraits; }
   bool canConnect(const TransportContext& ctx, int peer) const override {
     return (*ctx.peers)[peer].hostHash == (*ctx.peers)[ctx.rank].hostHash;
   }

@@ -61,6 +61,9 @@ void helloProof(const unsigned char secret[16], const Hello& h, unsigned char ou
   hmacSha256(secret, 16, parts, 4, out);
 }
 
+// name, link class, shares memory, same process, uses interfaces, carries device slots
+constexpr TransportTraits kTcpTraits = {"tcp", LinkClass::kTcp, false, false, true, false};
+
 class TcpRecv : public RecvConnection {
  public:
   TcpRecv(std::vector<int> listenFds, const TcpBlob& blob, int peer)
@@ -69,7 +72,7 @@ class TcpRecv : public RecvConnection {
     pump_.reset();
     for (int& fd : listenFds_) closeFd(fd);
   }
-  const char* transportName() const override { return "tcp"; }
+  const TransportTraits& transport() const override { return kTcpTraits; }
 
   ncclResult_t finish(const TransportContext& ctx) override {
     std::vector<int> fds(blob_.nsockets, -1);
@@ -130,7 +133,7 @@ class TcpSend : public SendConnection {
   // A rank that finished its last operation may destroy its communicator while its final slots
   // are still queued: they must reach the peer first (an abort waits a short grace period).
   ~TcpSend() override { engine_->drain(timeoutS_, abort_); }
-  const char* transportName() const override { return "tcp"; }
+  const TransportTraits& transport() const override { return kTcpTraits; }
 
  private:
   std::unique_ptr<TcpSendEngine> engine_;
@@ -140,7 +143,7 @@ class TcpSend : public SendConnection {
 
 class TcpTransport : public Transport {
  public:
-  const char* name() const override { return "tcp"; }
+  const TransportTraits& traits() const override { return kTcpTraits; }
   bool canConnect(const TransportContext&, int) const override { return true; }
 
   ncclResult_t setupRecv(const TransportContext& ctx, int peer, ConnectBlob* blob,
