@@ -65,8 +65,9 @@ struct Layout {
 
 DeviceChannelShape DeviceChannelShape::fromEnvironment() {
   DeviceChannelShape s;
-  // The ranges are the settings table's (util/settings_table.h): the clamps only keep a value
-  // read outside a communicator's creation (which refuses it first) within what the FIFOs hold.
+  // The ranges are the settings table's (util/settings_table.h): creation refuses a value
+  // outside them, and a read elsewhere gets the default. The channel clamps tie the table's
+  // upper bound (32) to kMaxChannels, which the table cannot name.
   s.channels = static_cast<int>(std::clamp<int64_t>(settingInt(Setting::kDeviceChannels), 0,
                                                     DeviceChannelShape::kMaxChannels));
   s.fifo.slots = static_cast<uint32_t>(settingInt(Setting::kDeviceSlots));

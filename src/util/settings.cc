@@ -109,7 +109,7 @@ std::string settingText(Setting setting) {
 
 std::string checkSettings() {
   for (const SettingSpec& spec : settingSpecs()) {
-    const char* text = std::getenv(spec.name);
+    const char* text = settingRaw(spec.id);
     if (!text) continue;
     // An empty number reads as unset, as it always has (a launcher may export NAME=).
     if ((spec.type == SettingType::kInt || spec.type == SettingType::kDouble) && !*text) continue;
