@@ -43,13 +43,7 @@ BRAID_DEVICE_FN int runChannel(const CollectiveArgs& a, int channel, const Block
   if (block.leader()) shared->aborted = 0;
   block.sync();
   char* scratch = a.comm.scratch + channel * a.comm.scratchBytesPerChannel;
-  ChannelContext c{&a.comm,
-                   a.protocol,
-                   channel,
-                   block,
-                   shared,
-                   scratch,
-                   scratch + a.comm.scratchBytesPerChannel / 2};
+  ChannelContext c{&a.comm, a.protocol, channel, block, shared, scratch};
   c.args = &a;
   // A scalar in device memory is read where it is, in stream order (what earlier work wrote).
   c.scalar = a.scalarOnDevice != nullptr ? static_cast<const unsigned char*>(a.scalarOnDevice)

@@ -104,7 +104,7 @@ EmulatedWorld::EmulatedWorld(int nranks, int channels, FifoShape shape)
   };
   m.inbox.resize(nranks);
   m.outbox.resize(nranks);
-  m.scratchPerChannel = 2 * std::max(shape.simpleSlotBytes, shape.llSlotBytes);
+  m.scratchPerChannel = (maxChunkBytes(shape) + 127) / 128 * 128;
   for (int r = 0; r < nranks; ++r) {
     for (int c = 0; c < channels; ++c) {
       for (int p = 0; p < nranks; ++p) {

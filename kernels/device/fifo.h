@@ -2,13 +2,18 @@
 // receiver's memory, with the two counters that hand slots back and forth, and the descriptor of
 // one launch of a collective on one rank.
 //
-// Two protocols use the same FIFO and the same step numbers, so successive calls may use either:
+// Three protocols use the same FIFO and the same step numbers, so successive calls may use any:
 // - Simple: the sender writes a chunk into slot (step % slots), then publishes `tail = step + 1`
 //   with a release store behind a fence; the receiver's acquire load of `tail` makes the chunk
 //   visible. One flag per chunk: bandwidth.
 // - LL (low latency): each 8-byte word of a slot's line array carries 4 bytes of data and a
 //   4-byte flag (step + 1); the receiver polls the words themselves, so there is no fence and no
-//   second round trip for the flag: latency. Half of the memory moved is flags.
+//   second round trip for the flag: latency. Half of the memory moved is flags. Two words make
+//   one 16-byte line (NCCL's ncclLLFifoLine), which the GPU writes and reads in one access.
+// - LL128: a line of 128 bytes carries 15 words of data and the step's 64-bit flag in its last
+//   word (NCCL's LL128); the GPU writes a line with one warp store and reads it likewise, so a
+//   flag that arrived vouches for its line: 1/16 of the memory moved is flags (kernels/device/
+//   lines.h).
 // In both, the receiver hands the slot back with `head = step + 1` (release) once it has read it,
 // and the sender waits until `step - head < slots` before writing. The receiver is the only
 // writer of `head`, its step number; the sender keeps its own step number in its own memory
@@ -27,7 +32,7 @@
 
 namespace braid::kernels::device {
 
-enum class Protocol : int { kSimple = 0, kLL = 1 };
+enum class Protocol : int { kSimple = 0, kLL = 1, kLL128 = 2 };
 enum class Algorithm : int { kRing = 0, kTree = 1, kOneShot = 2 };
 /// The host's enum of collectives (kernels/collective_type.h): one enum, no conversion.
 using Collective = ::braid::CollType;
@@ -44,35 +49,52 @@ struct alignas(128) DeviceFifo {
   std::uint64_t simpleOffset;     ///< from the header: slots * simpleSlotBytes
   std::uint64_t linesOffset;      ///< from the header: slots * (llSlotBytes / 4) words, each
                                   ///< {flag << 32 | 4 data bytes}
+  std::uint64_t ll128Offset;      ///< from the header: slots * ll128SlotBytes of 128-byte lines
   std::uint32_t slots;            ///< slots in flight, at least 2
   std::uint32_t simpleSlotBytes;  ///< a multiple of 16
   std::uint32_t llSlotBytes;      ///< data bytes per LL slot, a multiple of 16
+  std::uint32_t ll128SlotBytes;   ///< line bytes per LL128 slot, a multiple of 256 (15/16 data)
 };
+
+/// An LL128 line: 16 words, the last one the flag.
+inline constexpr std::uint32_t kLL128LineBytes = 128;
+inline constexpr std::uint32_t kLL128DataBytes = 120;
 
 /// The size of a FIFO's slots: the same on both ends of every FIFO of a communicator.
 struct FifoShape {
   std::uint32_t slots = 4;
   std::uint32_t simpleSlotBytes = 4096;
   std::uint32_t llSlotBytes = 1024;
+  std::uint32_t ll128SlotBytes = 4096;
 };
 
-/// Bytes of one FIFO (header and slots) of `shape`, a multiple of 128.
-inline std::size_t fifoBytes(const FifoShape& shape) {
-  const std::size_t simple = std::size_t{shape.slots} * shape.simpleSlotBytes;
-  const std::size_t lines = std::size_t{shape.slots} * (shape.llSlotBytes / 4) * 8;
-  return (sizeof(DeviceFifo) + simple + lines + 127) / 128 * 128;
-}
-
 /// The header a FIFO of `shape` starts with (counters at 0; the slots must start zeroed, so
-/// that no LL flag matches before the sender writes it).
+/// that no LL flag matches before the sender writes it). LL128 lines start on 128 bytes.
 inline DeviceFifo fifoHeader(const FifoShape& shape) {
   DeviceFifo f{};
   f.simpleOffset = sizeof(DeviceFifo);
   f.linesOffset = sizeof(DeviceFifo) + std::size_t{shape.slots} * shape.simpleSlotBytes;
+  f.ll128Offset =
+      (f.linesOffset + std::size_t{shape.slots} * (shape.llSlotBytes / 4) * 8 + 127) / 128 * 128;
   f.slots = shape.slots;
   f.simpleSlotBytes = shape.simpleSlotBytes;
   f.llSlotBytes = shape.llSlotBytes;
+  f.ll128SlotBytes = shape.ll128SlotBytes;
   return f;
+}
+
+/// Bytes of one FIFO (header and slots) of `shape`, a multiple of 128.
+inline std::size_t fifoBytes(const FifoShape& shape) {
+  const DeviceFifo f = fifoHeader(shape);
+  return (f.ll128Offset + std::size_t{shape.slots} * shape.ll128SlotBytes + 127) / 128 * 128;
+}
+
+/// The most bytes one chunk of any protocol holds (the one-shot's scratch per channel).
+inline std::size_t maxChunkBytes(const FifoShape& shape) {
+  const std::size_t ll128 = std::size_t{shape.ll128SlotBytes} / kLL128LineBytes * kLL128DataBytes;
+  std::size_t most =
+      shape.simpleSlotBytes > shape.llSlotBytes ? shape.simpleSlotBytes : shape.llSlotBytes;
+  return most > ll128 ? most : ll128;
 }
 
 /// The LL flag of a step: never 0 (the value of fresh memory) for the first 2^32 - 1 steps.
@@ -91,7 +113,8 @@ struct DeviceComm {
   DeviceFifo* const* outbox = nullptr;
   /// sent[c * nranks + p]: the chunks this rank has sent to p on channel c (its own memory).
   std::uint64_t* sent = nullptr;
-  /// Per channel, 2 * maxSlotBytes of this rank's memory: where LL data is unpacked and built.
+  /// Per channel, at least one chunk of any protocol in this rank's memory: where the one-shot
+  /// all-reduce keeps its own term of an in-place call.
   char* scratch = nullptr;
   std::size_t scratchBytesPerChannel = 0;
   /// Set non-zero by the host to make every wait give up (a peer is gone, a deadline passed);

@@ -98,7 +98,7 @@ BRAID_DEVICE_FN void p2pSend(const ChannelContext& c, Link& link, const P2pItem&
   do {
     const std::size_t n = mine.end - offset < capacity ? mine.end - offset : capacity;
     const P2pHeader header{it.bytes, offset};
-    char* slot = sendBegin(c, link);
+    char* slot = sendBegin(c, link).mem;  // Simple; LL writes its lines below
     if (c.protocol == Protocol::kSimple) {
       if (c.block.leader()) *reinterpret_cast<P2pHeader*>(slot) = header;
       copyBytes(c.block, slot + kP2pHeaderBytes, nullptr, src + offset, n);
@@ -158,7 +158,7 @@ BRAID_DEVICE_FN void p2pRecv(const ChannelContext& c, Link& link, const P2pItem&
   for (;;) {
     P2pHeader header{};
     if (c.protocol == Protocol::kSimple) {
-      const char* slot = recvBegin(c, link, 0);
+      const char* slot = recvBegin(c, link, 0).mem;
       if (aborted(c)) return;
       header = *reinterpret_cast<const P2pHeader*>(slot);
       const Range theirs = p2pPart(header.total, part, parts);
@@ -231,7 +231,7 @@ BRAID_DEVICE_FN int runP2pBlock(const P2pLaunchArgs& l, int block, const Block& 
   threads.sync();
   const int pair = block / l.channelsPerPeer;
   const int channel = block % l.channelsPerPeer;
-  ChannelContext c{&l.comm, Protocol::kSimple, channel, threads, shared, nullptr, nullptr};
+  ChannelContext c{&l.comm, Protocol::kSimple, channel, threads, shared, nullptr};
   bool mismatch = false;
   int selfCount = 0;
   for (int i = 0; i < l.count && !aborted(c); ++i) {

@@ -1,13 +1,15 @@
 // The primitive vocabulary of the device schedules, the same as the host path's: receive a chunk
 // from a peer, send one, and the fused forms built from them (receive-reduce-send,
-// receive-reduce-copy-send, receive-copy-send), over either protocol of kernels/device/fifo.h.
+// receive-reduce-copy-send, receive-copy-send), over any protocol of kernels/device/fifo.h.
 //
 // A Link is one direction of one channel to one peer with its step number. A send is
-// sendBegin (wait for a free slot, get where to write) ... sendEnd (publish); a receive is
-// recvBegin (wait for the chunk, get where to read) ... recvEnd (hand the slot back). Between
-// them the block's threads move or reduce the chunk with copyBytes / reduceElements. Waits are
-// made by the block's leader, or by every thread on its own LL words, and give up when the
-// host raises the communicator's abort word; from then on the channel only runs to its end.
+// sendBegin (wait for a free slot, get where to write: a Dst) ... sendEnd (publish); a receive
+// is recvBegin (under Simple wait for the chunk; get where to read: a Src) ... recvEnd (hand
+// the slot back). Between them the block's threads move or reduce the chunk with copyStep /
+// reduceStep (kernels/device/lines.h), which under LL and LL128 poll the received lines and
+// write the sent ones themselves. Waits are made by the block's leader, or by every thread on
+// its own lines, and give up when the host raises the communicator's abort word; from then on
+// the channel only runs to its end.
 #pragma once
 
 #include <cstddef>
@@ -32,17 +34,41 @@ struct Link {
   std::uint64_t* sent = nullptr;  ///< a send link's step count, in the sender's own memory
 };
 
-/// One rank's run of one channel: the communicator, the protocol, the block, and where LL
-/// chunks are staged. Everything is read where the launch put it (the kernel's parameter, in
-/// constant space): nothing of the arguments is copied into a thread's local memory.
+/// Where a step reads: memory (user buffers, a Simple slot), or the lines of an LL or LL128
+/// chunk with the step's flag. Converts from a pointer; nullptr: no operand.
+struct Src {
+  const char* mem = nullptr;
+  const std::uint64_t* lines = nullptr;
+  std::uint64_t flag = 0;
+  Protocol protocol = Protocol::kSimple;
+  BRAID_DEVICE_FN Src() = default;
+  BRAID_DEVICE_FN Src(const char* p) : mem(p) {}
+  BRAID_DEVICE_FN Src(std::nullptr_t) {}
+  BRAID_DEVICE_FN bool given() const { return mem != nullptr || lines != nullptr; }
+};
+
+/// Where a step writes, as Src.
+struct Dst {
+  char* mem = nullptr;
+  std::uint64_t* lines = nullptr;
+  std::uint64_t flag = 0;
+  Protocol protocol = Protocol::kSimple;
+  BRAID_DEVICE_FN Dst() = default;
+  BRAID_DEVICE_FN Dst(char* p) : mem(p) {}
+  BRAID_DEVICE_FN Dst(std::nullptr_t) {}
+  BRAID_DEVICE_FN bool given() const { return mem != nullptr || lines != nullptr; }
+};
+
+/// One rank's run of one channel: the communicator, the protocol, the block, and its scratch.
+/// Everything is read where the launch put it (the kernel's parameter, in constant space):
+/// nothing of the arguments is copied into a thread's local memory.
 struct ChannelContext {
   const DeviceComm* comm;
   Protocol protocol;
   int channel;
   Block block;
   BlockShared* shared;
-  char* recvScratch;                     ///< LL: the received chunk, unpacked
-  char* sendScratch;                     ///< LL: the chunk being built, packed at sendEnd
+  char* scratch;                         ///< one chunk of this rank's memory (one-shot, in place)
   const CollectiveArgs* args = nullptr;  ///< the collective's call (nullptr: point-to-point)
   /// premulsum's factor in the dtype's bytes: args->op.scalar, or where ncclScalarDevice put it
   /// (read in stream order, when the step needs it).
@@ -93,7 +119,15 @@ BRAID_DEVICE_FN Link sendLink(const ChannelContext& c, int peer) {
 
 /// Bytes one chunk may hold under the launch's protocol.
 BRAID_DEVICE_FN std::size_t chunkCapacity(const ChannelContext& c, const DeviceFifo* fifo) {
-  return c.protocol == Protocol::kLL ? fifo->llSlotBytes : fifo->simpleSlotBytes;
+  switch (c.protocol) {
+    case Protocol::kLL:
+      return fifo->llSlotBytes;
+    case Protocol::kLL128:
+      return fifo->ll128SlotBytes / kLL128LineBytes * kLL128DataBytes;
+    case Protocol::kSimple:
+      break;
+  }
+  return fifo->simpleSlotBytes;
 }
 
 /// The leader waits until *word >= target (or the abort word is raised); then the whole block
@@ -123,45 +157,32 @@ BRAID_DEVICE_FN std::uint64_t* linesOf(DeviceFifo* fifo, std::uint64_t step) {
          (step % fifo->slots) * (fifo->llSlotBytes / 4);
 }
 
-/// Words of an LL chunk of `bytes`: at least one, so that even an empty chunk is a handshake.
-BRAID_DEVICE_FN std::size_t llWords(std::size_t bytes) {
-  return bytes == 0 ? 1 : (bytes + 3) / 4;
+BRAID_DEVICE_FN std::uint64_t* lines128Of(DeviceFifo* fifo, std::uint64_t step) {
+  return reinterpret_cast<std::uint64_t*>(reinterpret_cast<char*>(fifo) + fifo->ll128Offset +
+                                          (step % fifo->slots) * fifo->ll128SlotBytes);
 }
 
-/// Waits for the chunk `link.step` and returns where its `bytes` can be read.
-BRAID_DEVICE_FN const char* recvBegin(const ChannelContext& c, Link& link, std::size_t bytes) {
+/// The flag of step `step`'s lines under the channel's protocol (LL: 32 bits, LL128: 64).
+BRAID_DEVICE_FN std::uint64_t lineFlag(const ChannelContext& c, std::uint64_t step) {
+  return c.protocol == Protocol::kLL ? llFlag(step) : step + 1;
+}
+
+/// The chunk `link.step`, `bytes` long: under Simple once it has arrived (the block waits);
+/// under LL and LL128 its lines, which the step's threads poll as they read them.
+BRAID_DEVICE_FN Src recvBegin(const ChannelContext& c, Link& link, std::size_t bytes) {
+  (void)bytes;
+  Src s;
+  s.protocol = c.protocol;
   if (c.protocol == Protocol::kSimple) {
     waitAtLeast(c, &link.fifo->tail, link.step + 1);
-    return slotOf(link.fifo, link.step);
+    s.mem = slotOf(link.fifo, link.step);
+    return s;
   }
-  // LL: every thread polls its own words until their flags say this step, and unpacks them.
-  const std::uint32_t flag = llFlag(link.step);
-  const std::uint64_t* lines = linesOf(link.fifo, link.step);
-  const std::size_t words = llWords(bytes);
-  bool gaveUp = aborted(c);
-  for (std::size_t i = c.block.thread; i < words && !gaveUp; i += c.block.threads) {
-    std::uint64_t word = loadRelaxed(&lines[i]);
-    std::uint64_t since = 0;
-    for (unsigned polls = 0; static_cast<std::uint32_t>(word >> 32) != flag; ++polls) {
-      if (giveUp(c, polls, &since)) {
-        gaveUp = true;
-        break;
-      }
-      pause(polls);
-      word = loadRelaxed(&lines[i]);
-    }
-    if (gaveUp) break;
-    const std::uint32_t data = static_cast<std::uint32_t>(word);
-    unsigned char* out = reinterpret_cast<unsigned char*>(c.recvScratch) + 4 * i;
-    if (4 * i + 4 <= bytes) {
-      __builtin_memcpy(out, &data, 4);  // both targets are little-endian: byte k is data >> 8k
-    } else {
-      for (std::size_t k = 0; 4 * i + k < bytes; ++k) out[k] = (data >> (8 * k)) & 0xff;
-    }
-  }
-  if (gaveUp) c.shared->aborted = 1;
-  c.block.sync();
-  return c.recvScratch;
+  c.block.sync();  // every step starts together, as under Simple
+  s.lines = c.protocol == Protocol::kLL ? linesOf(link.fifo, link.step)
+                                        : lines128Of(link.fifo, link.step);
+  s.flag = lineFlag(c, link.step);
+  return s;
 }
 
 /// Hands the slot of `link.step` back to the sender.
@@ -172,37 +193,32 @@ BRAID_DEVICE_FN void recvEnd(const ChannelContext& c, Link& link) {
 }
 
 /// Waits for a free slot and returns where the chunk `link.step` is to be written.
-BRAID_DEVICE_FN char* sendBegin(const ChannelContext& c, Link& link) {
+BRAID_DEVICE_FN Dst sendBegin(const ChannelContext& c, Link& link) {
   const std::uint64_t slots = link.fifo->slots;
   if (link.step + 1 > slots) waitAtLeast(c, &link.fifo->head, link.step + 1 - slots);
-  return c.protocol == Protocol::kSimple ? slotOf(link.fifo, link.step) : c.sendScratch;
+  Dst d;
+  d.protocol = c.protocol;
+  if (c.protocol == Protocol::kSimple) {
+    d.mem = slotOf(link.fifo, link.step);
+    return d;
+  }
+  d.lines = c.protocol == Protocol::kLL ? linesOf(link.fifo, link.step)
+                                        : lines128Of(link.fifo, link.step);
+  d.flag = lineFlag(c, link.step);
+  return d;
 }
 
-/// Publishes the chunk of `bytes` written since sendBegin.
+/// Publishes the chunk of `bytes` written since sendBegin (LL and LL128 lines published
+/// themselves as they were written).
 BRAID_DEVICE_FN void sendEnd(const ChannelContext& c, Link& link, std::size_t bytes) {
+  (void)bytes;
   c.block.sync();  // every thread has written its part
-  if (c.protocol == Protocol::kSimple) {
-    if (c.block.leader() && !aborted(c)) {
-      storeRelaxed(link.sent, link.step + 1);
+  if (c.block.leader() && !aborted(c)) {
+    storeRelaxed(link.sent, link.step + 1);
+    if (c.protocol == Protocol::kSimple) {
       fenceBeforePublish();
       storeRelease(&link.fifo->tail, link.step + 1);
     }
-  } else if (!aborted(c)) {
-    const std::uint64_t flag = static_cast<std::uint64_t>(llFlag(link.step)) << 32;
-    std::uint64_t* lines = linesOf(link.fifo, link.step);
-    const unsigned char* in = reinterpret_cast<const unsigned char*>(c.sendScratch);
-    for (std::size_t i = c.block.thread; i < llWords(bytes); i += c.block.threads) {
-      std::uint32_t data = 0;
-      if (4 * i + 4 <= bytes) {
-        __builtin_memcpy(&data, in + 4 * i, 4);
-      } else {
-        for (std::size_t k = 0; 4 * i + k < bytes; ++k)
-          data |= static_cast<std::uint32_t>(in[4 * i + k]) << (8 * k);
-      }
-      storeRelaxed(&lines[i], flag | data);
-    }
-    if (c.block.leader()) storeRelaxed(link.sent, link.step + 1);
-    c.block.sync();  // the scratch is free again for the next chunk
   }
   ++link.step;
 }

@@ -7,7 +7,7 @@
 
 #include <cstddef>
 
-#include "kernels/device/primitives.h"
+#include "kernels/device/lines.h"
 
 namespace braid::kernels::device {
 
@@ -89,8 +89,8 @@ BRAID_DEVICE_FN void ringReduce(const ChannelContext& c, bool gather) {
   const auto last = stepParams<D>(c, true, true, true);
   if (channel.size() == 0) return;  // every rank skips the same channels
   if (n == 1) {
-    reduceElements<D, Op>(c.block, first, out + channel.begin * size, nullptr, nullptr,
-                          in + channel.begin * size, channel.size());
+    reduceStep<D, Op>(c, first, out + channel.begin * size, nullptr, nullptr,
+                      in + channel.begin * size, channel.size());
     return;
   }
   Link fromPrev = recvLink(c, wrap(r - 1, n)), toNext = sendLink(c, wrap(r + 1, n));
@@ -107,24 +107,24 @@ BRAID_DEVICE_FN void ringReduce(const ChannelContext& c, bool gather) {
     // Step 0: this rank's contribution to block r - 1 starts its way round.
     int b = wrap(r - 1, n);
     Range p = piece(b);
-    char* slot = sendBegin(c, toNext);
-    reduceElements<D, Op>(c.block, first, slot, nullptr, nullptr, input(p, b), p.size());
+    Dst slot = sendBegin(c, toNext);
+    reduceStep<D, Op>(c, first, slot, nullptr, nullptr, input(p, b), p.size());
     sendEnd(c, toNext, p.size() * size);
     // Steps 1 .. n-2: add this rank's part and pass on.
     for (int j = 2; j < n; ++j) {
       b = wrap(r - j, n);
       p = piece(b);
-      const char* got = recvBegin(c, fromPrev, p.size() * size);
+      Src got = recvBegin(c, fromPrev, p.size() * size);
       slot = sendBegin(c, toNext);
-      reduceElements<D, Op>(c.block, middle, slot, nullptr, got, input(p, b), p.size());
+      reduceStep<D, Op>(c, middle, slot, nullptr, got, input(p, b), p.size());
       recvEnd(c, fromPrev);
       sendEnd(c, toNext, p.size() * size);
     }
     // Block r is complete here: the result and, for all-reduce, the start of its way round.
     p = piece(r);
-    const char* got = recvBegin(c, fromPrev, p.size() * size);
+    Src got = recvBegin(c, fromPrev, p.size() * size);
     slot = gather ? sendBegin(c, toNext) : nullptr;
-    reduceElements<D, Op>(c.block, last, out + p.begin * size, slot, got, input(p, r), p.size());
+    reduceStep<D, Op>(c, last, out + p.begin * size, slot, got, input(p, r), p.size());
     recvEnd(c, fromPrev);
     if (!gather) continue;
     sendEnd(c, toNext, p.size() * size);
@@ -133,9 +133,9 @@ BRAID_DEVICE_FN void ringReduce(const ChannelContext& c, bool gather) {
       p = piece(wrap(r - j, n));
       got = recvBegin(c, fromPrev, p.size() * size);
       slot = j < n - 1 ? sendBegin(c, toNext) : nullptr;
-      copyBytes(c.block, out + p.begin * size, slot, got, p.size() * size);
+      copyStep(c, out + p.begin * size, slot, got, p.size() * size);
       recvEnd(c, fromPrev);
-      if (slot != nullptr) sendEnd(c, toNext, p.size() * size);
+      if (slot.given()) sendEnd(c, toNext, p.size() * size);
     }
   }
 }
@@ -147,23 +147,22 @@ BRAID_DEVICE_FN void ringAllGather(const ChannelContext& c) {
   auto at = [&](int b, std::size_t i) { return out + (b * a.count + i) * size; };
   if (channel.size() == 0) return;
   if (n == 1) {
-    copyBytes(c.block, at(0, channel.begin), nullptr, in + channel.begin * size,
-              channel.size() * size);
+    copyStep(c, at(0, channel.begin), nullptr, in + channel.begin * size, channel.size() * size);
     return;
   }
   Link fromPrev = recvLink(c, wrap(r - 1, n)), toNext = sendLink(c, wrap(r + 1, n));
   const std::size_t chunk = chunkCapacity(c, toNext.fifo) / size;
   for (std::size_t offset = 0; offset < channel.size(); offset += chunk) {
     const Range p = pieceOf(channel, 0, 1, offset, chunk);
-    char* slot = sendBegin(c, toNext);
-    copyBytes(c.block, at(r, p.begin), slot, in + p.begin * size, p.size() * size);
+    Dst slot = sendBegin(c, toNext);
+    copyStep(c, at(r, p.begin), slot, in + p.begin * size, p.size() * size);
     sendEnd(c, toNext, p.size() * size);
     for (int j = 1; j < n; ++j) {
-      const char* got = recvBegin(c, fromPrev, p.size() * size);
+      Src got = recvBegin(c, fromPrev, p.size() * size);
       slot = j < n - 1 ? sendBegin(c, toNext) : nullptr;
-      copyBytes(c.block, at(wrap(r - j, n), p.begin), slot, got, p.size() * size);
+      copyStep(c, at(wrap(r - j, n), p.begin), slot, got, p.size() * size);
       recvEnd(c, fromPrev);
-      if (slot != nullptr) sendEnd(c, toNext, p.size() * size);
+      if (slot.given()) sendEnd(c, toNext, p.size() * size);
     }
   }
 }
@@ -183,15 +182,15 @@ BRAID_DEVICE_FN void ringBroadcast(const ChannelContext& c) {
     const Range p = pieceOf(channel, 0, 1, offset, chunk);
     char* mine = out + p.begin * size;
     if (position == 0) {
-      char* slot = n > 1 ? sendBegin(c, toNext) : nullptr;
-      copyBytes(c.block, mine, slot, in + p.begin * size, p.size() * size);
+      Dst slot = n > 1 ? sendBegin(c, toNext) : nullptr;
+      copyStep(c, mine, slot, in + p.begin * size, p.size() * size);
       if (n > 1) sendEnd(c, toNext, p.size() * size);
     } else {
-      const char* got = recvBegin(c, fromPrev, p.size() * size);
-      char* slot = position < n - 1 ? sendBegin(c, toNext) : nullptr;
-      copyBytes(c.block, mine, slot, got, p.size() * size);
+      Src got = recvBegin(c, fromPrev, p.size() * size);
+      Dst slot = position < n - 1 ? sendBegin(c, toNext) : nullptr;
+      copyStep(c, mine, slot, got, p.size() * size);
       recvEnd(c, fromPrev);
-      if (slot != nullptr) sendEnd(c, toNext, p.size() * size);
+      if (slot.given()) sendEnd(c, toNext, p.size() * size);
     }
   }
 }
@@ -213,12 +212,12 @@ BRAID_DEVICE_FN void ringReduceToRoot(const ChannelContext& c) {
   for (std::size_t offset = 0; offset < channel.size(); offset += chunk) {
     const Range p = pieceOf(channel, 0, 1, offset, chunk);
     const char* local = in + p.begin * size;
-    char* target = isRoot ? out + p.begin * size : sendBegin(c, toNext);
+    Dst target = isRoot ? out + p.begin * size : sendBegin(c, toNext);
     if (position == 0) {
-      reduceElements<D, Op>(c.block, first, target, nullptr, nullptr, local, p.size());
+      reduceStep<D, Op>(c, first, target, nullptr, nullptr, local, p.size());
     } else {
-      const char* got = recvBegin(c, fromPrev, p.size() * size);
-      reduceElements<D, Op>(c.block, next, target, nullptr, got, local, p.size());
+      Src got = recvBegin(c, fromPrev, p.size() * size);
+      reduceStep<D, Op>(c, next, target, nullptr, got, local, p.size());
       recvEnd(c, fromPrev);
     }
     if (!isRoot) sendEnd(c, toNext, p.size() * size);

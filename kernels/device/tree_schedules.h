@@ -53,30 +53,30 @@ BRAID_DEVICE_FN void treeAllReduce(const ChannelContext& c) {
     char* mine = out + p.begin * size;
     // Up: this rank's input, then each child's partial result; the root's last step divides.
     // A rank with a parent builds its partial straight into the parent's slot.
-    const char* acc = nullptr;
-    const char* local = in + p.begin * size;
-    char* upSlot = root ? nullptr : sendBegin(c, up);
+    Src acc = nullptr;
+    const Src local = in + p.begin * size;
+    const Dst upSlot = root ? nullptr : sendBegin(c, up);
     for (int k = 0; k <= children; ++k) {
       const bool last = k == children;
-      char* target = last && !root ? upSlot : mine;
-      const char* got = k > 0 ? recvBegin(c, fromChild[k - 1], bytes) : nullptr;
+      const Dst target = last && !root ? upSlot : mine;
+      Src got = k > 0 ? recvBegin(c, fromChild[k - 1], bytes) : nullptr;
       // Step 0: pre(input); step k: got OP partial (the partial is already pre-multiplied).
       const auto params = stepParams<D>(c, k > 0, k == 0, last && root);
-      reduceElements<D, Op>(c.block, params, target, nullptr, got, k == 0 ? local : acc, p.size());
+      reduceStep<D, Op>(c, params, target, nullptr, got, k == 0 ? local : acc, p.size());
       if (k > 0) recvEnd(c, fromChild[k - 1]);
       acc = mine;
     }
     if (!root) sendEnd(c, up, bytes);
     // Down: the result from the parent (the root has it), kept and passed to the children.
-    const char* result = mine;
+    Src result = mine;
     if (!root) result = recvBegin(c, fromParent, bytes);
-    char* slots[2] = {nullptr, nullptr};
+    Dst slots[2] = {nullptr, nullptr};
     for (int k = 0; k < children; ++k) slots[k] = sendBegin(c, down[k]);
     if (!root)
-      copyBytes(c.block, mine, slots[0], result, bytes);
+      copyStep(c, mine, slots[0], result, bytes);
     else if (children > 0)
-      copyBytes(c.block, slots[0], nullptr, result, bytes);
-    if (children > 1) copyBytes(c.block, slots[1], nullptr, result, bytes);
+      copyStep(c, slots[0], nullptr, result, bytes);
+    if (children > 1) copyStep(c, slots[1], nullptr, result, bytes);
     if (!root) recvEnd(c, fromParent);
     for (int k = 0; k < children; ++k) sendEnd(c, down[k], bytes);
   }
@@ -108,22 +108,22 @@ BRAID_DEVICE_FN void oneShotAllReduce(const ChannelContext& c) {
     // write to rank 0 first.
     for (int j = 1; j < n; ++j) {
       Link& link = to[wrap(r + j, n)];
-      copyBytes(c.block, sendBegin(c, link), nullptr, local, bytes);
+      copyStep(c, sendBegin(c, link), nullptr, local, bytes);
       sendEnd(c, link, bytes);
     }
     // In place the output is the input: rank r's own term goes to the scratch before rank 0's
-    // term overwrites it (the sends above are done with the scratch).
-    const char* own = local;
+    // term overwrites it.
+    Src own = local;
     if (local == mine && r > 0) {
-      copyBytes(c.block, c.sendScratch, nullptr, local, bytes);
+      copyBytes(c.block, c.scratch, nullptr, local, bytes);
       c.block.sync();
-      own = c.sendScratch;
+      own = c.scratch;
     }
     // The sum in rank order, whichever rank computes it.
     for (int k = 0; k < n; ++k) {
-      const char* term = k == r ? own : recvBegin(c, from[k], bytes);
+      const Src term = k == r ? own : recvBegin(c, from[k], bytes);
       const auto params = stepParams<D>(c, k > 0, true, k == n - 1);
-      reduceElements<D, Op>(c.block, params, mine, nullptr, k > 0 ? mine : nullptr, term, p.size());
+      reduceStep<D, Op>(c, params, mine, nullptr, k > 0 ? mine : nullptr, term, p.size());
       if (k != r) recvEnd(c, from[k]);
     }
   }

@@ -150,20 +150,27 @@ BRAID_DEVICE_LOOP void copyBytes(const Block& b, void* dst, void* dst2, const vo
   copyEachByte(b, d, d2, s, head + 16 * packs, bytes);
 }
 
-/// One pack of out = post(acc OP pre(local)), element by element.
+/// One unit (a 16-byte pack, or an 8-byte word of the line protocols) of
+/// out = post(acc OP pre(local)), element by element.
+template <int D, class Op, class Unit>
+BRAID_DEVICE_FN Unit reduceUnit(const cuda::ElementParams<D>& p, const Unit& acc,
+                                const Unit& local) {
+  using S = typename ElementType<D>::Storage;
+  constexpr int kElements = sizeof(Unit) / sizeof(S);
+  S a[kElements], l[kElements], o[kElements];
+  __builtin_memcpy(a, &acc, sizeof(Unit));
+  __builtin_memcpy(l, &local, sizeof(Unit));
+  BRAID_UNROLL
+  for (int k = 0; k < kElements; ++k) o[k] = cuda::ReduceElement<D, Op>::apply(p, a[k], l[k]);
+  Unit out;
+  __builtin_memcpy(&out, o, sizeof(Unit));
+  return out;
+}
+
 template <int D, class Op>
 BRAID_DEVICE_FN Pack16 reducePack(const cuda::ElementParams<D>& p, const Pack16& acc,
                                   const Pack16& local) {
-  using S = typename ElementType<D>::Storage;
-  constexpr int kElements = 16 / sizeof(S);
-  S a[kElements], l[kElements], o[kElements];
-  __builtin_memcpy(a, &acc, 16);
-  __builtin_memcpy(l, &local, 16);
-  BRAID_UNROLL
-  for (int k = 0; k < kElements; ++k) o[k] = cuda::ReduceElement<D, Op>::apply(p, a[k], l[k]);
-  Pack16 out;
-  __builtin_memcpy(&out, o, 16);
-  return out;
+  return reduceUnit<D, Op>(p, acc, local);
 }
 
 /// Packs [0, packs) of out0 (and out1) = post(acc OP pre(local)); acc == nullptr: no operand.

@@ -28,7 +28,7 @@ struct ChannelBlob {
   uint64_t base;  ///< the region's address in its own process
   uint64_t bytes;
   int32_t channels;
-  uint32_t slots, simpleSlotBytes, llSlotBytes;
+  uint32_t slots, simpleSlotBytes, llSlotBytes, ll128SlotBytes;
   int32_t ok;  ///< allocated and filled
   IpcHandle handle;
 };
@@ -49,7 +49,7 @@ struct Layout {
   Layout(const DeviceChannelShape& s, int nranks) : n(nranks) {
     fifo = kernels::device::fifoBytes(s.fifo);
     fifos = fifo * static_cast<size_t>(s.channels) * static_cast<size_t>(std::max(n - 1, 0));
-    scratch = align128(2 * std::max(s.fifo.simpleSlotBytes, s.fifo.llSlotBytes));
+    scratch = align128(kernels::device::maxChunkBytes(s.fifo));
     sent = fifos + scratch * static_cast<size_t>(s.channels);
     tables = sent + align128(sizeof(uint64_t) * static_cast<size_t>(s.channels) * n);
     total = tables + 2 * sizeof(DeviceFifo*) * static_cast<size_t>(s.channels) * n;
@@ -77,6 +77,8 @@ DeviceChannelShape DeviceChannelShape::fromEnvironment() {
   s.fifo.simpleSlotBytes = bytes(Setting::kDeviceSlotBytes, 128);
   // 16-byte multiples, so that every LL chunk of an aligned buffer starts on a 16-byte pack.
   s.fifo.llSlotBytes = bytes(Setting::kDeviceLlBytes, 16);
+  // Pairs of 128-byte lines: 240 data bytes, so every LL128 chunk starts on a 16-byte pack too.
+  s.fifo.ll128SlotBytes = bytes(Setting::kDeviceLl128Bytes, 256);
   s.p2pLLThreshold = static_cast<size_t>(settingInt(Setting::kNcclP2pLlThreshold));
   s.p2pChannelsPerPeer = static_cast<int>(std::clamp<int64_t>(
       settingInt(Setting::kP2pChannelsPerPeer), 1, DeviceChannelShape::kMaxChannels));
@@ -149,6 +151,7 @@ ncclResult_t DeviceChannels::setup(Bootstrap& bootstrap, const std::vector<PeerI
   mine.slots = shape.fifo.slots;
   mine.simpleSlotBytes = shape.fifo.simpleSlotBytes;
   mine.llSlotBytes = shape.fifo.llSlotBytes;
+  mine.ll128SlotBytes = shape.fifo.ll128SlotBytes;
   words_ = static_cast<int*>(rt.allocMapped(sizeof(int) * (1 + shape.channels)));
   void* region = nullptr;
   int sharer = -1;    // a rank of another process on this rank's GPU
@@ -204,10 +207,11 @@ ncclResult_t DeviceChannels::setup(Bootstrap& bootstrap, const std::vector<PeerI
     if (all[p].size() == sizeof(b)) memcpy(&b, all[p].data(), sizeof(b));
     if (b.magic != kBlobMagic || b.channels != shape.channels || b.slots != shape.fifo.slots ||
         b.simpleSlotBytes != shape.fifo.simpleSlotBytes ||
-        b.llSlotBytes != shape.fifo.llSlotBytes) {
+        b.llSlotBytes != shape.fifo.llSlotBytes || b.ll128SlotBytes != shape.fifo.ll128SlotBytes) {
       why = "rank " + std::to_string(p) +
             " sizes its kernel FIFOs differently (BRAID_DEVICE_CHANNELS, BRAID_DEVICE_SLOTS, "
-            "BRAID_DEVICE_SLOT_BYTES and BRAID_DEVICE_LL_BYTES must be alike on every rank)";
+            "BRAID_DEVICE_SLOT_BYTES, BRAID_DEVICE_LL_BYTES and BRAID_DEVICE_LL128_BYTES must be "
+            "alike on every rank)";
       break;
     }
     if (!b.ok) {
@@ -261,9 +265,9 @@ ncclResult_t DeviceChannels::setup(Bootstrap& bootstrap, const std::vector<PeerI
   ready_ = true;
   BRAID_INFO(kSubsysInit,
              "rank %d: collective kernels ready: %d channels, %u slots of %u B "
-             "(LL %u B), %zu B of device memory",
+             "(LL %u B, LL128 %u B), %zu B of device memory",
              rank, shape.channels, shape.fifo.slots, shape.fifo.simpleSlotBytes,
-             shape.fifo.llSlotBytes, layout.total);
+             shape.fifo.llSlotBytes, shape.fifo.ll128SlotBytes, layout.total);
   return ncclSuccess;
 }
 

@@ -28,14 +28,15 @@ class DeviceRuntime;
 struct PeerInfo;
 
 /// Sizes of the kernels' FIFOs (BRAID_DEVICE_CHANNELS, BRAID_DEVICE_SLOTS,
-/// BRAID_DEVICE_SLOT_BYTES, BRAID_DEVICE_LL_BYTES); they must be alike on every rank.
+/// BRAID_DEVICE_SLOT_BYTES, BRAID_DEVICE_LL_BYTES, BRAID_DEVICE_LL128_BYTES); they must be alike
+/// on every rank.
 struct DeviceChannelShape {
   /// Channels (blocks) of a launch; 0: as many as the GPU keeps resident for every rank on it,
   /// at most kMaxChannels (kDefaultChannels where the runtime knows no limit).
   int channels = 0;
   static constexpr int kMaxChannels = 32;
   static constexpr int kDefaultChannels = 8;
-  kernels::device::FifoShape fifo{4, 128 << 10, 8 << 10};
+  kernels::device::FifoShape fifo{4, 128 << 10, 8 << 10, 64 << 10};
   /// Point-to-point (kernels/device/p2p.h): a transfer of at most this many bytes goes under LL
   /// (NCCL_P2P_LL_THRESHOLD, as NCCL's), and each peer's transfers use this many channels in
   /// each direction (BRAID_P2P_CHANNELS_PER_PEER).

@@ -89,8 +89,7 @@ kernels::device::CollectiveArgs kernelArgs(ncclComm* comm, const Plan& plan, boo
              collName(a.coll), static_cast<unsigned long long>(comm->ops.opCount), a.sendbuff,
              a.recvbuff, a.count, a.op.dtype, a.userOp, a.root, static_cast<void*>(comm),
              comm->nranks(), plan.stream, deviceAlgorithmName(s.algorithm),
-             s.protocol == kernels::device::Protocol::kLL ? "LL" : "Simple", s.channels,
-             capturing ? " (captured)" : "");
+             deviceProtocolName(s.protocol), s.channels, capturing ? " (captured)" : "");
   return k;
 }
 

@@ -50,6 +50,18 @@ const char* deviceAlgorithmName(kernels::device::Algorithm a) {
   return "?";
 }
 
+const char* deviceProtocolName(kernels::device::Protocol p) {
+  switch (p) {
+    case kernels::device::Protocol::kSimple:
+      return "Simple";
+    case kernels::device::Protocol::kLL:
+      return "LL";
+    case kernels::device::Protocol::kLL128:
+      return "LL128";
+  }
+  return "?";
+}
+
 DeviceSchedule chooseDeviceSchedule(CollType coll, size_t bytes, int nranks, int maxChannels,
                                     const std::string& algoEnv, const std::string& protoEnv,
                                     const DeviceCosts& costs) {
@@ -65,15 +77,18 @@ DeviceSchedule chooseDeviceSchedule(CollType coll, size_t bytes, int nranks, int
     if (a != DeviceAlgorithm::kRing && coll != CollType::kAllReduce) continue;
     if (a == DeviceAlgorithm::kOneShot && nranks > kernels::device::kOneShotMaxRanks) continue;
     if (!algoSpec.empty() && !allowedBySpec(algoSpec, deviceAlgorithmName(a))) continue;
-    for (Protocol p : {Protocol::kSimple, Protocol::kLL}) {
-      if (!protoSpec.empty() && !allowedBySpec(protoSpec, p == Protocol::kLL ? "LL" : "Simple"))
-        continue;
+    for (Protocol p : {Protocol::kSimple, Protocol::kLL, Protocol::kLL128}) {
+      if (!protoSpec.empty() && !allowedBySpec(protoSpec, deviceProtocolName(p))) continue;
       double hops = 0, moved = 0;
       shape(coll, a, bytes, nranks, &hops, &moved);
-      const bool ll = p == Protocol::kLL;
-      const double gbps = costs.channelGBps * channels * (ll ? costs.llEfficiency : 1.0);
-      const double us =
-          costs.launchUs + hops * (ll ? costs.hopUsLL : costs.hopUsSimple) + moved / (gbps * 1e3);
+      const double efficiency = p == Protocol::kLL      ? costs.llEfficiency
+                                : p == Protocol::kLL128 ? costs.ll128Efficiency
+                                                        : 1.0;
+      const double hopUs = p == Protocol::kLL      ? costs.hopUsLL
+                           : p == Protocol::kLL128 ? costs.hopUsLL128
+                                                   : costs.hopUsSimple;
+      const double gbps = costs.channelGBps * channels * efficiency;
+      const double us = costs.launchUs + hops * hopUs + moved / (gbps * 1e3);
       if (us < best.estimateUs) best = {a, p, channels, us};
     }
   }

@@ -143,6 +143,9 @@ BRAID_SETTING(kDeviceSlotBytes, "BRAID_DEVICE_SLOT_BYTES", kInt, 131072, 128, 16
               "128 KiB", "device FIFO slot bytes of the Simple protocol (rounded down to 128)")
 BRAID_SETTING(kDeviceLlBytes, "BRAID_DEVICE_LL_BYTES", kInt, 8192, 16, 16777216, "", "8 KiB",
               "device FIFO slot bytes of the LL protocol (rounded down to 16)")
+BRAID_SETTING(kDeviceLl128Bytes, "BRAID_DEVICE_LL128_BYTES", kInt, 65536, 256, 16777216, "",
+              "64 KiB",
+              "device FIFO slot bytes of the LL128 protocol (rounded down to 256; 15/16 data)")
 BRAID_SETTING(kNcclP2pLlThreshold, "NCCL_P2P_LL_THRESHOLD", kInt, 16384, 0, 1073741824, "", "16384",
               "device point-to-point transfers up to this many bytes go under LL")
 BRAID_SETTING(kP2pChannelsPerPeer, "BRAID_P2P_CHANNELS_PER_PEER", kInt, 2, 1, 32, "",

@@ -186,6 +186,9 @@ TEST_F(DeviceKernelTest, EveryScheduleAndProtocol) {
       {{"NCCL_ALGO", "Tree"}, {"NCCL_PROTO", "LL"}},
       {{"NCCL_ALGO", "OneShot"}, {"NCCL_PROTO", "LL"}},
       {{"NCCL_ALGO", "OneShot"}, {"NCCL_PROTO", "Simple"}},
+      {{"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", "LL128"}},
+      {{"NCCL_ALGO", "Tree"}, {"NCCL_PROTO", "LL128"}},
+      {{"NCCL_ALGO", "OneShot"}, {"NCCL_PROTO", "LL128"}},
   };
   for (const auto& env : forced)
     for (int n : {2, 3})

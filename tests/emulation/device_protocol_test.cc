@@ -56,11 +56,11 @@ std::string caseName(const testing::TestParamInfo<Case>& info) {
   static const char* collectives[] = {"AllReduce", "Broadcast", "Reduce", "AllGather",
                                       "ReduceScatter"};
   static const char* algorithms[] = {"Ring", "Tree", "OneShot"};
+  static const char* protocolNames[] = {"Simple", "LL", "LL128"};
   const Case& c = info.param;
   return std::string(collectives[static_cast<int>(c.collective)]) +
-         algorithms[static_cast<int>(c.algorithm)] +
-         (c.protocol == Protocol::kLL ? "LL" : "Simple") + "_" + std::to_string(c.nranks) +
-         "ranks_" + std::to_string(c.channels) + "channels";
+         algorithms[static_cast<int>(c.algorithm)] + protocolNames[static_cast<int>(c.protocol)] +
+         "_" + std::to_string(c.nranks) + "ranks_" + std::to_string(c.channels) + "channels";
 }
 
 using namespace protocol_test;  // UserOp, the inputs and the reference
@@ -241,12 +241,13 @@ class DeviceProtocol : public testing::TestWithParam<Case> {
   }
 };
 
-// Small slots (512 B Simple, 256 B LL, 2 in flight): every count past a few elements takes
-// many chunks and reuses each slot many times. Counts: 1, 7, a prime over several chunks of
-// every dtype, and one over many.
+// Small slots (512 B Simple, 256 B LL, two 128-byte lines of LL128, 2 in flight): every count
+// past a few elements takes many chunks and reuses each slot many times. Counts: 1, 7, a prime
+// over several chunks of every dtype, and one over many.
 TEST_P(DeviceProtocol, EveryDtypeAndOpExact) {
-  runEverything(FifoShape{2, 512, 256}, kSanitized ? std::vector<std::size_t>{7, 1031}
-                                                   : std::vector<std::size_t>{1, 7, 1031, 4099});
+  runEverything(FifoShape{2, 512, 256, 256}, kSanitized
+                                                 ? std::vector<std::size_t>{7, 1031}
+                                                 : std::vector<std::size_t>{1, 7, 1031, 4099});
 }
 
 std::vector<Case> cases() {
@@ -258,10 +259,10 @@ std::vector<Case> cases() {
       {Collective::kAllGather, Algorithm::kRing},    {Collective::kBroadcast, Algorithm::kRing},
       {Collective::kReduce, Algorithm::kRing}};
   for (auto [collective, algorithm] : schedules) {
-    for (Protocol protocol : {Protocol::kSimple, Protocol::kLL}) {
+    for (Protocol protocol : {Protocol::kSimple, Protocol::kLL, Protocol::kLL128}) {
       for (auto [n, channels] : shapes) {
         // One rank once per schedule is enough (no communication).
-        if (n == 1 && protocol == Protocol::kLL) continue;
+        if (n == 1 && protocol != Protocol::kSimple) continue;
         all.push_back({collective, algorithm, protocol, n, channels});
       }
     }

@@ -1,6 +1,6 @@
 // The device protocol's edges, on CPU threads: a peer that never comes makes the channels give
 // up at the deadline instead of hanging; step numbers carry over from one launch to the next and
-// across the two protocols (slots and LL flags reused); arguments the schedules cannot run are
+// across the three protocols (slots and line flags reused); arguments the schedules cannot run are
 // refused before any block starts; an empty collective moves nothing.
 #include <gtest/gtest.h>
 
@@ -28,27 +28,32 @@ CollectiveArgs allReduceInt32(const EmulatedWorld& world, int rank, const std::i
   return a;
 }
 
+// Under Simple the leader waits for a tail; under LL and LL128 every thread waits for its lines.
 TEST(EmulationFaults, AMissingPeerMakesTheChannelsGiveUpAtTheDeadline) {
-  EmulatedWorld world(2, 1);
-  std::vector<std::int32_t> in(100, 1), out0(100), out1(100);
-  std::vector<CollectiveArgs> args{
-      allReduceInt32(world, 0, in.data(), out0.data(), 100, Protocol::kSimple),
-      allReduceInt32(world, 1, in.data(), out1.data(), 0, Protocol::kSimple)};
-  const auto start = std::chrono::steady_clock::now();
-  const std::string error = world.launch(args, std::chrono::milliseconds(300));
-  const auto took = std::chrono::steady_clock::now() - start;
-  EXPECT_NE(error.find("rank 0 channel 0 gave up waiting"), std::string::npos) << error;
-  EXPECT_EQ(error.find("rank 1"), std::string::npos) << error;
-  EXPECT_LT(took, std::chrono::seconds(10));
+  for (Protocol protocol : {Protocol::kSimple, Protocol::kLL, Protocol::kLL128}) {
+    EmulatedWorld world(2, 1);
+    std::vector<std::int32_t> in(100, 1), out0(100), out1(100);
+    std::vector<CollectiveArgs> args{
+        allReduceInt32(world, 0, in.data(), out0.data(), 100, protocol),
+        allReduceInt32(world, 1, in.data(), out1.data(), 0, protocol)};
+    const auto start = std::chrono::steady_clock::now();
+    const std::string error = world.launch(args, std::chrono::milliseconds(300));
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_NE(error.find("rank 0 channel 0 gave up waiting"), std::string::npos) << error;
+    EXPECT_EQ(error.find("rank 1"), std::string::npos) << error;
+    EXPECT_LT(took, std::chrono::seconds(10));
+  }
 }
 
 TEST(EmulationFaults, StepsCarryOverLaunchesAndProtocols) {
   const int n = 3, channels = 2;
-  EmulatedWorld world(n, channels, FifoShape{2, 64, 32});
+  EmulatedWorld world(n, channels, FifoShape{2, 64, 32, 256});
   std::uint64_t before = 0;
   for (int launch = 0; launch < 40; ++launch) {
     const std::size_t count = 1 + (launch * 37) % 211;
-    const Protocol protocol = launch % 3 == 0 ? Protocol::kLL : Protocol::kSimple;
+    const Protocol protocol = launch % 3 == 0   ? Protocol::kLL
+                              : launch % 3 == 1 ? Protocol::kLL128
+                                                : Protocol::kSimple;
     std::vector<std::vector<std::int32_t>> in(n), out(n);
     std::vector<CollectiveArgs> args;
     for (int r = 0; r < n; ++r) {

@@ -24,6 +24,16 @@ TEST(DeviceSchedule, SmallCallsTakeLatencyAndLargeOnesBandwidth) {
   EXPECT_LT(small.estimateUs, large.estimateUs);
 }
 
+// As NCCL: LL for the smallest calls, LL128 for the middle sizes, Simple for the largest.
+TEST(DeviceSchedule, MiddleSizesTakeLL128) {
+  const DeviceSchedule middle =
+      chooseDeviceSchedule(CollType::kAllReduce, size_t{1} << 20, 4, 8, "", "");
+  EXPECT_EQ(middle.protocol, Protocol::kLL128);
+  EXPECT_EQ(middle.algorithm, DeviceAlgorithm::kRing);
+  EXPECT_EQ(chooseDeviceSchedule(CollType::kAllGather, size_t{1} << 20, 4, 8, "", "").protocol,
+            Protocol::kLL128);
+}
+
 TEST(DeviceSchedule, OnlyAllReduceHasTreeAndOneShot) {
   for (CollType c :
        {CollType::kBroadcast, CollType::kReduce, CollType::kAllGather, CollType::kReduceScatter})
@@ -43,8 +53,11 @@ TEST(DeviceSchedule, NcclAlgoAndProtoAreObeyed) {
       chooseDeviceSchedule(CollType::kAllReduce, 8, 4, 8, "^oneshot", "simple");
   EXPECT_NE(notOneShot.algorithm, DeviceAlgorithm::kOneShot);
   EXPECT_EQ(notOneShot.protocol, Protocol::kSimple);
-  // Nothing allowed (a protocol Braid's kernels do not have): ring under Simple.
-  const DeviceSchedule fallback = chooseDeviceSchedule(CollType::kAllReduce, 8, 4, 8, "", "LL128");
+  const DeviceSchedule ll128 = chooseDeviceSchedule(CollType::kAllReduce, 8, 4, 8, "", "LL128");
+  EXPECT_EQ(ll128.protocol, Protocol::kLL128);
+  // Nothing allowed: ring under Simple.
+  const DeviceSchedule fallback =
+      chooseDeviceSchedule(CollType::kAllReduce, 8, 4, 8, "", "^Simple,LL,LL128");
   EXPECT_EQ(fallback.algorithm, DeviceAlgorithm::kRing);
   EXPECT_EQ(fallback.protocol, Protocol::kSimple);
 }
