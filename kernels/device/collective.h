@@ -37,10 +37,61 @@ inline const char* unsupported(const LaunchArgs& l) {
   return nullptr;
 }
 
+/// The leader's first act on a channel: this call's fingerprint into every FIFO of the channel,
+/// as sender (in each peer's inbox) and as receiver (in its own).
+BRAID_DEVICE_FN void publishCall(const CollectiveArgs& a, int channel) {
+  const DeviceComm& m = a.comm;
+  if (m.nranks < 2 || m.inbox == nullptr || m.outbox == nullptr) return;
+  for (int p = 0; p < m.nranks; ++p) {
+    if (p == m.rank) continue;
+    const int at = channel * m.nranks + p;
+    for (int i = 0; i < 3; ++i) {
+      storeRelaxed(&m.outbox[at]->calls[0][i], a.call[i]);
+      storeRelaxed(&m.inbox[at]->calls[1][i], a.call[i]);
+    }
+  }
+}
+
+/// How a channel that gave up ended: kChannelMismatch (and its report) when the peer it waited
+/// for is in another call of the same number, or already past this one (it had nothing more to
+/// send or take here); kChannelAborted when it is late, gone or stuck elsewhere.
+BRAID_DEVICE_FN int stallVerdict(const CollectiveArgs& a, int channel, const BlockShared& s) {
+  const DeviceFifo* f = s.stalled;
+  if (f == nullptr || a.call[0] == 0) return kChannelAborted;
+  std::uint64_t theirs[3];
+  bool same = true;
+  for (int i = 0; i < 3; ++i) {
+    theirs[i] = loadRelaxed(&f->calls[s.stalledOnSender ? 0 : 1][i]);
+    same = same && theirs[i] == a.call[i];
+  }
+  if (!(theirs[0] > a.call[0] || (theirs[0] == a.call[0] && !same))) return kChannelAborted;
+  const DeviceComm& m = a.comm;
+  if (m.report != nullptr) {
+    int peer = -1;
+    for (int p = 0; p < m.nranks; ++p) {
+      const int at = channel * m.nranks + p;
+      if (p != m.rank && (s.stalledOnSender ? m.inbox[at] : m.outbox[at]) == f) peer = p;
+    }
+    std::uint64_t* r = m.report + channel * kReportWords;
+    r[0] = static_cast<std::uint64_t>(peer);
+    for (int i = 0; i < 3; ++i) {
+      r[1 + i] = a.call[i];
+      r[4 + i] = theirs[i];
+    }
+    r[7] = static_cast<std::uint64_t>(s.stalledOnSender);
+    fenceBeforePublish();  // the report before the status word that points to it
+  }
+  return kChannelMismatch;
+}
+
 template <int D, class Op>
 BRAID_DEVICE_FN int runChannel(const CollectiveArgs& a, int channel, const Block& block,
                                BlockShared* shared) {
-  if (block.leader()) shared->aborted = 0;
+  if (block.leader()) {
+    shared->aborted = 0;
+    shared->stalled = nullptr;
+    publishCall(a, channel);
+  }
   block.sync();
   char* scratch = a.comm.scratch + channel * a.comm.scratchBytesPerChannel;
   ChannelContext c{&a.comm, a.protocol, channel, block, shared, scratch};
@@ -73,7 +124,8 @@ BRAID_DEVICE_FN int runChannel(const CollectiveArgs& a, int channel, const Block
     }
   }
   block.sync();
-  return aborted(c) ? kChannelAborted : kChannelOk;
+  if (!aborted(c)) return kChannelOk;
+  return block.leader() ? stallVerdict(a, channel, *shared) : kChannelAborted;
 }
 
 /// Block `channel` of a launch: each item in order (an item with fewer channels leaves this block

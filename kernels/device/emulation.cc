@@ -86,6 +86,7 @@ struct EmulatedWorld::Memory {
   std::vector<std::vector<DeviceFifo*>> inbox, outbox;  ///< per rank, [channel * n + peer]
   std::vector<std::unique_ptr<char[]>> scratch;         ///< per rank
   std::vector<std::vector<std::uint64_t>> sent;         ///< per rank, [channel * n + peer]
+  std::vector<std::vector<std::uint64_t>> report;       ///< per rank, kReportWords a channel
   std::size_t scratchPerChannel = 0;
   int abort = 0;
 };
@@ -114,6 +115,7 @@ EmulatedWorld::EmulatedWorld(int nranks, int channels, FifoShape shape)
     }
     m.scratch.emplace_back(new char[m.scratchPerChannel * channels]());
     m.sent.emplace_back(static_cast<std::size_t>(channels) * nranks, 0);
+    m.report.emplace_back(static_cast<std::size_t>(channels) * kReportWords, 0);
   }
 }
 
@@ -130,6 +132,7 @@ DeviceComm EmulatedWorld::comm(int rank) const {
   c.sent = memory_->sent[rank].data();
   c.scratchBytesPerChannel = memory_->scratchPerChannel;
   c.abort = &memory_->abort;
+  c.report = memory_->report[rank].data();
   return c;
 }
 
@@ -182,7 +185,9 @@ std::string runJobs(const std::vector<BlockJob>& jobs, const char* unit, int* ab
     const char* what = status[i] == kChannelAborted
                            ? " gave up waiting (abort raised at the deadline)"
                        : status[i] == kChannelSizeMismatch ? " met a send of another size"
-                                                           : " could not run these arguments";
+                       : status[i] == kChannelMismatch
+                           ? " gave up waiting for a peer in another call (operation mismatch)"
+                           : " could not run these arguments";
     error += (error.empty() ? "" : "; ") + std::string("rank ") + std::to_string(jobs[i].rank) +
              " " + unit + " " + std::to_string(jobs[i].block) + what;
   }

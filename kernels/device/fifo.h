@@ -46,6 +46,12 @@ struct alignas(128) DeviceFifo {
   char pad0[120];
   std::uint64_t head;  ///< chunks the receiver has read and handed back (its own step)
   char pad1[120];
+  /// The fingerprint (CollectiveArgs::call) of the collective each end runs now on this
+  /// channel: [0] written by the sender, [1] by the receiver, when they start it. A wait that
+  /// gives up reads the other end's to tell a peer in another call (an operation mismatch) from
+  /// one that is late or gone.
+  std::uint64_t calls[2][3];
+  char pad2[80];
   std::uint64_t simpleOffset;     ///< from the header: slots * simpleSlotBytes
   std::uint64_t linesOffset;      ///< from the header: slots * (llSlotBytes / 4) words, each
                                   ///< {flag << 32 | 4 data bytes}
@@ -123,7 +129,12 @@ struct DeviceComm {
   /// A wait that sees no progress for this long gives up as if aborted (0: waits forever), so a
   /// peer that died or never launched fails the call instead of hanging the stream.
   std::uint64_t timeoutNs = 0;
+  /// Per channel kReportWords words (mapped host memory, or nullptr): what a channel that
+  /// reports kChannelMismatch saw: the peer, its own call, the peer's call, whether it waited
+  /// for the peer's data (1) or for a free slot in the peer's memory (0).
+  std::uint64_t* report = nullptr;
 };
+inline constexpr int kReportWords = 8;
 
 /// One collective call on one rank. Counts are in elements of op.dtype: the whole buffer for
 /// all-reduce, broadcast and reduce, each rank's part for all-gather (send count) and
@@ -140,6 +151,9 @@ struct CollectiveArgs {
   /// premulsum with its scalar in device memory (ncclScalarDevice): read by each block at its
   /// start, in stream order, instead of op.scalar.
   const void* scalarOnDevice = nullptr;
+  /// The call's fingerprint (the host's Fingerprint words: number, count, kind and the rest;
+  /// 0: none), published to the peers for the mismatch check of a wait that gives up.
+  std::uint64_t call[3] = {};
   DeviceComm comm;
 };
 
@@ -164,6 +178,7 @@ enum ChannelStatus : int {
   kChannelAborted = 1,
   kChannelBadArguments = 2,
   kChannelSizeMismatch = 3,  ///< a receive met a send of another size (kernels/device/p2p.h)
+  kChannelMismatch = 4,      ///< gave up waiting for a peer that is in another call
 };
 
 }  // namespace braid::kernels::device

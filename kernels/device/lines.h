@@ -108,7 +108,10 @@ BRAID_DEVICE_FN bool awaitLine(const ChannelContext& c, const Src& s, std::size_
     int state = lineArrived(s, u, lane, r) ? 1 : 0;
     if (state == 0 && giveUp(c, polls, &since)) state = 2;
     state = groupVerdict(s.protocol, state);
-    if (state == 2) return false;
+    if (state == 2) {
+      noteStall(c, s.fifo, true);
+      return false;
+    }
     if (state == 1) break;
     pause(polls);
     loadLine(s, u, lane, r);

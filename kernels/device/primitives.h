@@ -25,6 +25,8 @@ namespace braid::kernels::device {
 /// The state a channel's threads share: in CUDA's shared memory on the GPU.
 struct BlockShared {
   int aborted;
+  const DeviceFifo* stalled;  ///< the FIFO of the wait that gave up, and which end it waited for
+  int stalledOnSender;
   std::uint64_t header[2];  ///< a point-to-point chunk's header, read by the leader (p2p.h)
 };
 
@@ -41,6 +43,7 @@ struct Src {
   const std::uint64_t* lines = nullptr;
   std::uint64_t flag = 0;
   Protocol protocol = Protocol::kSimple;
+  const DeviceFifo* fifo = nullptr;  ///< the lines' FIFO
   BRAID_DEVICE_FN Src() = default;
   BRAID_DEVICE_FN Src(const char* p) : mem(p) {}
   BRAID_DEVICE_FN Src(std::nullptr_t) {}
@@ -130,14 +133,22 @@ BRAID_DEVICE_FN std::size_t chunkCapacity(const ChannelContext& c, const DeviceF
   return fifo->simpleSlotBytes;
 }
 
+/// Notes the wait that gave up: on `fifo`, for its sender's data (`onSender`) or for its
+/// receiver's free slot; the channel's mismatch check (collective.h) reads the other end there.
+BRAID_DEVICE_FN void noteStall(const ChannelContext& c, const DeviceFifo* fifo, bool onSender) {
+  c.shared->stalled = fifo;
+  c.shared->stalledOnSender = onSender ? 1 : 0;
+}
+
 /// The leader waits until *word >= target (or the abort word is raised); then the whole block
-/// goes on together, agreeing on whether it gave up.
-BRAID_DEVICE_FN void waitAtLeast(const ChannelContext& c, const std::uint64_t* word,
-                                 std::uint64_t target) {
+/// goes on together, agreeing on whether it gave up. `word` is in `fifo`; `onSender` as above.
+BRAID_DEVICE_FN void waitAtLeast(const ChannelContext& c, const DeviceFifo* fifo, bool onSender,
+                                 const std::uint64_t* word, std::uint64_t target) {
   if (c.block.leader() && !aborted(c)) {
     std::uint64_t since = 0;
     for (unsigned polls = 0; loadAcquire(word) < target; ++polls) {
       if (giveUp(c, polls, &since)) {
+        noteStall(c, fifo, onSender);
         c.shared->aborted = 1;
         break;
       }
@@ -174,7 +185,7 @@ BRAID_DEVICE_FN Src recvBegin(const ChannelContext& c, Link& link, std::size_t b
   Src s;
   s.protocol = c.protocol;
   if (c.protocol == Protocol::kSimple) {
-    waitAtLeast(c, &link.fifo->tail, link.step + 1);
+    waitAtLeast(c, link.fifo, true, &link.fifo->tail, link.step + 1);
     s.mem = slotOf(link.fifo, link.step);
     return s;
   }
@@ -182,6 +193,7 @@ BRAID_DEVICE_FN Src recvBegin(const ChannelContext& c, Link& link, std::size_t b
   s.lines = c.protocol == Protocol::kLL ? linesOf(link.fifo, link.step)
                                         : lines128Of(link.fifo, link.step);
   s.flag = lineFlag(c, link.step);
+  s.fifo = link.fifo;
   return s;
 }
 
@@ -195,7 +207,8 @@ BRAID_DEVICE_FN void recvEnd(const ChannelContext& c, Link& link) {
 /// Waits for a free slot and returns where the chunk `link.step` is to be written.
 BRAID_DEVICE_FN Dst sendBegin(const ChannelContext& c, Link& link) {
   const std::uint64_t slots = link.fifo->slots;
-  if (link.step + 1 > slots) waitAtLeast(c, &link.fifo->head, link.step + 1 - slots);
+  if (link.step + 1 > slots)
+    waitAtLeast(c, link.fifo, false, &link.fifo->head, link.step + 1 - slots);
   Dst d;
   d.protocol = c.protocol;
   if (c.protocol == Protocol::kSimple) {

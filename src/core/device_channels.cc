@@ -152,7 +152,12 @@ ncclResult_t DeviceChannels::setup(Bootstrap& bootstrap, const std::vector<PeerI
   mine.simpleSlotBytes = shape.fifo.simpleSlotBytes;
   mine.llSlotBytes = shape.fifo.llSlotBytes;
   mine.ll128SlotBytes = shape.fifo.ll128SlotBytes;
-  words_ = static_cast<int*>(rt.allocMapped(sizeof(int) * (1 + shape.channels)));
+  // The abort and status words, then the channels' mismatch reports (8-byte aligned).
+  const size_t wordBytes = (sizeof(int) * (1 + shape.channels) + 7) / 8 * 8;
+  words_ = static_cast<int*>(rt.allocMapped(
+      wordBytes + sizeof(uint64_t) * kernels::device::kReportWords * shape.channels));
+  reports_ =
+      words_ ? reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(words_) + wordBytes) : nullptr;
   void* region = nullptr;
   int sharer = -1;    // a rank of another process on this rank's GPU
   int inProcess = 0;  // this process's ranks on this rank's GPU, each launching on its stream
@@ -282,15 +287,17 @@ kernels::device::DeviceComm DeviceChannels::comm(int channels) const {
   c.sent = sent_;
   c.scratchBytesPerChannel = scratchPerChannel_;
   c.abort = words_;
+  c.report = reports_;
   return c;
 }
 
-int DeviceChannels::takeFailure() {
+int DeviceChannels::takeFailure(int* channel) {
   if (!words_) return 0;
   for (int c = 0; c < shape_.channels; c++) {
     std::atomic_ref<int> word(words_[1 + c]);
-    if (const int s = word.load(std::memory_order_relaxed); s != kernels::device::kChannelOk) {
+    if (const int s = word.load(std::memory_order_acquire); s != kernels::device::kChannelOk) {
       word.store(kernels::device::kChannelOk, std::memory_order_relaxed);
+      if (channel) *channel = c;
       return s;
     }
   }
@@ -328,6 +335,7 @@ void DeviceChannels::freeAll() {
   region_ = nullptr;
   if (words_) runtime_->freeMapped(words_);
   words_ = nullptr;
+  reports_ = nullptr;
   runtime_->destroyChain(chain_);
   chain_ = nullptr;
   ready_ = false;

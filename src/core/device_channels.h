@@ -69,8 +69,14 @@ class DeviceChannels {
   kernels::device::DeviceComm comm(int channels) const;
   /// Where the launch's blocks report (mapped memory, channels() words).
   int* status() const { return words_ + 1; }
-  /// The first channel status other than ok since the last call (0 if none), cleared.
-  int takeFailure();
+  /// The first channel status other than ok since the last call (0 if none), cleared; its
+  /// channel in `*channel` when given.
+  int takeFailure(int* channel = nullptr);
+  /// What channel `channel` saw when it reported kChannelMismatch (kernels/device/fifo.h:
+  /// DeviceComm::report, kReportWords words).
+  const uint64_t* report(int channel) const {
+    return reports_ + channel * kernels::device::kReportWords;
+  }
   /// Makes every block of every launch of this communicator give up waiting.
   void raiseAbort();
   /// A communicator's launches run in issue order: chained on this event.
@@ -100,6 +106,7 @@ class DeviceChannels {
   char* region_ = nullptr;          ///< this rank's device memory
   std::vector<void*> mapped_;       ///< peers' regions opened through IPC
   int* words_ = nullptr;            ///< mapped: [0] abort, [1 + c] channel c's status
+  uint64_t* reports_ = nullptr;     ///< mapped, after the words: kReportWords per channel
   void* chain_ = nullptr;           ///< the runtime's event of the last launch
   size_t scratchPerChannel_ = 0;
   char* scratch_ = nullptr;                              ///< in region_

@@ -39,6 +39,8 @@ const char* stateName(OpState s) {
       return "done";
     case OpState::kFailed:
       return "FAILED";
+    case OpState::kLaunched:
+      return "launched";
   }
   return "?";
 }
@@ -116,8 +118,7 @@ FlightRecorder::Entry* FlightRecorder::entry(int64_t id) const {
 int64_t FlightRecorder::begin(uint64_t seq, const char* what, uint64_t bytes, const char* algorithm,
                               OpState state) {
   if (capacity_ == 0) return -1;
-  const uint64_t id = next_.load(std::memory_order_relaxed);
-  next_.store(id + 1, std::memory_order_relaxed);
+  const uint64_t id = next_.fetch_add(1, std::memory_order_relaxed);
   Entry& e = ring_[id % capacity_];
   const int64_t now = recorderNowNs();
   // Seqlock write: readers retry while the version is odd or changed under them.
@@ -220,6 +221,8 @@ void FlightRecorder::dump(const char* reason, bool force) const {
     std::string timing;
     if (s.state == OpState::kQueued)
       timing = "queued " + duration(now - s.queuedNs) + " ago";
+    else if (s.state == OpState::kLaunched)
+      timing = "launched " + duration(now - s.startNs) + " ago, run by its stream";
     else if (s.endNs)
       timing =
           "took " + duration(s.endNs - s.startNs) + ", ended " + duration(now - s.endNs) + " ago";

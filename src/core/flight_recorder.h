@@ -1,7 +1,8 @@
 // The communicator's flight recorder: the last N operations (sequence number, what, bytes,
 // algorithm, start and end times, state) in a ring, plus the last sequence number heard from each
-// peer. Written by the one thread running the communicator's operations at the cost of a few
-// stores and two coarse clock reads per operation; read (without stopping the writer) when an
+// peer. Written by the threads running the communicator's operations (the executor's, and the
+// caller's for kernel launches: each entry has one writer) at the cost of a few stores and two
+// coarse clock reads per operation; read (without stopping the writer) when an
 // operation fails or times out, and on SIGUSR1 when BRAID_SIGUSR1_DUMP=1, to say where every rank
 // stands.
 #pragma once
@@ -14,7 +15,8 @@
 
 namespace braid {
 
-enum class OpState : uint8_t { kQueued, kRunning, kDone, kFailed };
+/// kLaunched: a kernel put on its stream, which runs it in order; its end is not timed.
+enum class OpState : uint8_t { kQueued, kRunning, kDone, kFailed, kLaunched };
 
 class FlightRecorder {
  public:
@@ -78,7 +80,7 @@ class FlightRecorder {
 
   std::unique_ptr<Entry[]> ring_;
   size_t capacity_ = 0;
-  std::atomic<uint64_t> next_{1};  ///< id of the next entry (written by the recording thread)
+  std::atomic<uint64_t> next_{1};  ///< id of the next entry (taken by fetch_add)
   std::unique_ptr<std::atomic<uint64_t>[]> peerSeq_;
   int nranks_ = 0;
   int rank_ = -1;

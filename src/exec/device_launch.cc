@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "algorithms/fingerprint.h"
 #include "comm/communicator.h"
 #include "device/device_runtime.h"
+#include "exec/call_record.h"
 #include "kernels/device/p2p_arrange.h"
 #include "tuner/device_schedule.h"
 #include "util/log.h"
@@ -39,9 +42,34 @@ bool kernelRuns(const Plan& plan) {
 }
 
 ncclResult_t noteKernelFailures(ncclComm* comm) {
-  const int status = comm->device.channels.takeFailure();
+  int channel = 0;
+  const int status = comm->device.channels.takeFailure(&channel);
   if (status == 0)
     return comm->health.state() == ncclInProgress ? ncclSuccess : comm->health.state();
+  if (status == kernels::device::kChannelMismatch) {
+    // The host path's words (mismatch_watch.h), from what the channel saw in the peer's FIFO.
+    const uint64_t* report = comm->device.channels.report(channel);
+    Fingerprint mine, theirs;
+    for (int i = 0; i < 3; ++i) {
+      mine.words[i] = report[1 + i];
+      theirs.words[i] = report[4 + i];
+    }
+    const int peer = static_cast<int>(report[0]);
+    const ncclResult_t r =
+        theirs.seq() == mine.seq()
+            ? fail(ncclInvalidUsage,
+                   "operation mismatch: rank %d's collective kernel ran %s, but rank %d's ran %s "
+                   "as the same call of the communicator",
+                   comm->rank(), describeCall(mine).c_str(), peer, describeCall(theirs).c_str())
+            : fail(ncclInvalidUsage,
+                   "operation mismatch: rank %d's collective kernel ran %s and waited for %s "
+                   "rank %d, which had already left call #%llu (it is in %s)",
+                   comm->rank(), describeCall(mine).c_str(),
+                   report[7] ? "data from" : "a free slot at", peer,
+                   static_cast<unsigned long long>(mine.seq()), describeCall(theirs).c_str());
+    comm->health.setError(r, lastError());
+    return r;
+  }
   if (status == kernels::device::kChannelSizeMismatch) {
     const ncclResult_t r = fail(ncclInvalidUsage,
                                 "rank %d: a receive met a send of another size (a peer's ncclSend "
@@ -62,14 +90,15 @@ ncclResult_t noteKernelFailures(ncclComm* comm) {
 
 namespace {
 
-/// One rank's share of `plan` for the kernel (its count is not 0), with the schedule logged.
-kernels::device::CollectiveArgs kernelArgs(ncclComm* comm, const Plan& plan, bool capturing) {
+/// One rank's share of `plan` for the kernel (its count is not 0), with the schedule logged:
+/// numbered, fingerprinted and recorded in `record` as a host call is (call_record.h).
+kernels::device::CollectiveArgs kernelArgs(ncclComm* comm, Plan& plan, bool capturing,
+                                           std::optional<CollectiveRecord>* record) {
   DeviceChannels& channels = comm->device.channels;
-  const CollArgs& a = plan.coll;
+  CollArgs& a = plan.coll;
   const bool gathered = a.coll == CollType::kAllGather || a.coll == CollType::kReduceScatter;
   const size_t bytes = a.bytes() * (gathered ? static_cast<size_t>(comm->nranks()) : 1);
-  const DeviceSchedule s = chooseDeviceSchedule(a.coll, bytes, comm->nranks(), channels.channels(),
-                                                comm->config.algo, comm->config.proto);
+  const DeviceSchedule s = comm->tuner.chooseDevice(a.coll, bytes, channels.channels());
   kernels::device::CollectiveArgs k;
   k.collective = a.coll;  // one enum (kernels/collective_type.h)
   k.algorithm = s.algorithm;
@@ -82,11 +111,12 @@ kernels::device::CollectiveArgs kernelArgs(ncclComm* comm, const Plan& plan, boo
   k.scalarOnDevice = a.deviceScalar;
   k.comm = channels.comm(s.channels);
   k.comm.timeoutNs = static_cast<uint64_t>(comm->config.timeoutS * 1e9);
-  comm->ops.opCount++;
+  record->emplace(*comm, a, deviceScheduleName(s.algorithm, s.protocol), OpState::kLaunched);
+  for (int i = 0; i < 3; ++i) k.call[i] = a.fingerprint.words[i];
   BRAID_INFO(kSubsysColl,
              "%s: opCount %llu sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm "
              "%p [nranks=%d] stream %p kernel %s/%s x%d%s",
-             collName(a.coll), static_cast<unsigned long long>(comm->ops.opCount), a.sendbuff,
+             collName(a.coll), static_cast<unsigned long long>((*record)->seq()), a.sendbuff,
              a.recvbuff, a.count, a.op.dtype, a.userOp, a.root, static_cast<void*>(comm),
              comm->nranks(), plan.stream, deviceAlgorithmName(s.algorithm),
              deviceProtocolName(s.protocol), s.channels, capturing ? " (captured)" : "");
@@ -106,26 +136,36 @@ ncclResult_t launchKernels(Plan* const* plans, int count) {
                 kernels::device::kMaxLaunchItems, count);
   const Plan& first = *plans[0];
   ncclComm* comm = first.comm;
+  ActiveCall active(comm->health);
   // A launch that gave up (abort, or a peer silent past the timeout) failed the communicator.
   if (ncclResult_t r = noteKernelFailures(comm); r != ncclSuccess) return r;
-  kernels::device::LaunchArgs launch;
-  for (int i = 0; i < count; ++i) {
+  for (int i = 0; i < count; ++i)
     if (!sameLaunch(first, *plans[i]))
       return fail(ncclInternalError, "collectives of one launch differ in stream, type or op");
-    if (plans[i]->coll.count > 0)  // as NCCL: an empty call launches nothing
-      launch.items[launch.count++] = kernelArgs(comm, *plans[i], first.capturing);
-  }
+  kernels::device::LaunchArgs launch;
+  std::optional<CollectiveRecord> records[kernels::device::kMaxLaunchItems];
+  for (int i = 0; i < count; ++i)
+    if (plans[i]->coll.count > 0) {  // as NCCL: an empty call launches nothing
+      launch.items[launch.count] =
+          kernelArgs(comm, *plans[i], first.capturing, &records[launch.count]);
+      launch.count++;
+    }
   if (launch.count == 0) return ncclSuccess;
   DeviceChannels& channels = comm->device.channels;
   DeviceRuntime& rt = deviceRuntime();
   const int device = comm->device.cudaDevice;
-  if (!first.capturing) BRAID_TRY(rt.streamWaitChain(device, first.stream, *channels.chain()));
-  if (ncclResult_t r = rt.launchCollective(device, launch, channels.status(), first.stream);
-      r != ncclSuccess)
-    return addContext(r, "rank %d: launching %d collective(s) (the first: %s of %zu elements)",
-                      comm->rank(), launch.count, collName(first.coll.coll), first.coll.count);
-  if (!first.capturing) BRAID_TRY(rt.recordChain(device, first.stream, channels.chain()));
-  return ncclSuccess;
+  ncclResult_t r = ncclSuccess;
+  if (!first.capturing) r = rt.streamWaitChain(device, first.stream, *channels.chain());
+  if (r == ncclSuccess) {
+    r = rt.launchCollective(device, launch, channels.status(), first.stream);
+    if (r != ncclSuccess)
+      addContext(r, "rank %d: launching %d collective(s) (the first: %s of %zu elements)",
+                 comm->rank(), launch.count, collName(first.coll.coll), first.coll.count);
+  }
+  if (r == ncclSuccess && !first.capturing)
+    r = rt.recordChain(device, first.stream, channels.chain());
+  for (int i = 0; i < launch.count; ++i) records[i]->finish(r, OpState::kLaunched);
+  return r;
 }
 
 namespace {
@@ -188,26 +228,36 @@ ncclResult_t launchSendRecv(Plan& plan) {
   // Held on the heap: up to 32 KiB of kernel parameter.
   auto launch = std::make_unique<kernels::device::P2pLaunchArgs>();
   BRAID_TRY(p2pArgs(comm, plan.transfers, launch.get()));
-  comm->ops.opCount++;
   size_t bytes = 0;
   for (const Transfer& t : plan.transfers) bytes += t.bytes;
+  // As the host path's (executor.cc): point-to-point has no collective number, since the ranks
+  // of a communicator need not all take part, and one flight-recorder entry per batch.
+  const int64_t entry =
+      comm->recorder.begin(0, "Send/Recv", bytes, "p2p kernel", OpState::kLaunched);
   BRAID_INFO(kSubsysP2p,
-             "SendRecv: opCount %llu %zu transfer(s) %zu bytes comm %p [nranks=%d] stream %p "
-             "kernel %d block(s)%s",
-             static_cast<unsigned long long>(comm->ops.opCount), plan.transfers.size(), bytes,
-             static_cast<void*>(comm), comm->nranks(), plan.stream, launch->blocks(),
-             plan.capturing ? " (captured)" : "");
+             "SendRecv: %zu transfer(s) %zu bytes comm %p [nranks=%d] stream %p kernel %d "
+             "block(s)%s",
+             plan.transfers.size(), bytes, static_cast<void*>(comm), comm->nranks(), plan.stream,
+             launch->blocks(), plan.capturing ? " (captured)" : "");
   DeviceChannels& channels = comm->device.channels;
   DeviceRuntime& rt = deviceRuntime();
   const int device = comm->device.cudaDevice;
-  if (!plan.capturing) BRAID_TRY(rt.streamWaitChain(device, plan.stream, *channels.chain()));
-  if (ncclResult_t r =
-          rt.launchSendRecv(device, *launch, channels.status(), channels.channels(), plan.stream);
-      r != ncclSuccess)
-    return addContext(r, "rank %d: launching %zu send(s) and receive(s)", comm->rank(),
-                      plan.transfers.size());
-  if (!plan.capturing) BRAID_TRY(rt.recordChain(device, plan.stream, channels.chain()));
-  return ncclSuccess;
+  ncclResult_t r = ncclSuccess;
+  if (!plan.capturing) r = rt.streamWaitChain(device, plan.stream, *channels.chain());
+  if (r == ncclSuccess) {
+    r = rt.launchSendRecv(device, *launch, channels.status(), channels.channels(), plan.stream);
+    if (r != ncclSuccess)
+      addContext(r, "rank %d: launching %zu send(s) and receive(s)", comm->rank(),
+                 plan.transfers.size());
+  }
+  if (r == ncclSuccess && !plan.capturing)
+    r = rt.recordChain(device, plan.stream, channels.chain());
+  comm->recorder.setState(entry, r == ncclSuccess ? OpState::kLaunched : OpState::kFailed);
+  if (r != ncclSuccess) {
+    comm->health.setError(r, lastError());
+    comm->recorder.dumpOnFirstFailure(lastError());
+  }
+  return r;
 }
 
 ncclResult_t launchKernel(Plan& plan) {

@@ -7,6 +7,7 @@
 #include "comm/communicator.h"
 #include "core/host_stream.h"
 #include "device/device_runtime.h"
+#include "exec/call_record.h"
 #include "exec/device_queue.h"
 #include "exec/group.h"
 #include "util/log.h"
@@ -46,21 +47,18 @@ ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
   Choice choice;
   // Before this call's sequence number: the agreement, when due, is a collective of its own.
   BRAID_TRY(comm.tuner.choose(ctx, args, internal, &choice));
+  const Algorithm* chosen = choice.algorithm;
+  CollectiveRecord record(comm, args, chosen->name());
   OpCounters& ops = comm.ops;
-  ops.opCount++;
   // The zero-copy algorithms' quiet period after a round without registrations (zero_copy.h).
   if (ops.zeroCopyQuiet > 0) ops.zeroCopyQuiet--;
   ctx.fallback = choice.fallback;
-  const Algorithm* chosen = choice.algorithm;
   BRAID_INFO(kSubsysColl,
              "%s: opCount %llu sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p "
              "[nranks=%d] algorithm %s",
-             collName(args.coll), static_cast<unsigned long long>(ops.opCount), args.sendbuff,
+             collName(args.coll), static_cast<unsigned long long>(record.seq()), args.sendbuff,
              args.recvbuff, args.count, args.op.dtype, args.userOp, args.root,
              static_cast<void*>(&comm), comm.nranks(), chosen->name());
-  args.fingerprint = collectiveFingerprint(ops.opCount, args, chosen->name());
-  const int64_t entry =
-      comm.recorder.begin(ops.opCount, collName(args.coll), args.bytes(), chosen->name());
   ncclResult_t r;
   {
     MismatchWatch watch(ctx, args);
@@ -72,15 +70,7 @@ ncclResult_t runCollective(ncclComm& comm, CollArgs& args) {
                                 std::chrono::steady_clock::now() - start)
                                 .count());
   }
-  for (int i = 0; i < 3; i++) ops.lastCollective[i] = args.fingerprint.words[i];
-  comm.recorder.setState(entry, r == ncclSuccess ? OpState::kDone : OpState::kFailed);
-  if (r != ncclSuccess) {
-    addContext(r, "rank %d: %s #%llu (%s)", comm.rank(), collName(args.coll),
-               static_cast<unsigned long long>(ops.opCount), chosen->name());
-    comm.health.setError(r, lastError());
-    comm.recorder.dumpOnFirstFailure(lastError());
-  }
-  return r;
+  return record.finish(r);
 }
 
 ncclResult_t runSendRecv(ncclComm& comm, const Plan& plan) {

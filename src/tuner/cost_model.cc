@@ -221,6 +221,25 @@ double hierarchicalUs(const CommCostModel& model, const CollArgs& args, const ch
 
 }  // namespace
 
+namespace {
+
+/// The tuner file's keys of the device line, in the order they travel from rank 0.
+struct DeviceCostKey {
+  const char* key;
+  double DeviceCosts::*member;
+};
+constexpr DeviceCostKey kDeviceCostKeys[kDeviceCostFigures] = {
+    {"launch_us", &DeviceCosts::launchUs},
+    {"hop_simple_us", &DeviceCosts::hopUsSimple},
+    {"hop_ll_us", &DeviceCosts::hopUsLL},
+    {"hop_ll128_us", &DeviceCosts::hopUsLL128},
+    {"channel_gbps", &DeviceCosts::channelGBps},
+    {"ll_efficiency", &DeviceCosts::llEfficiency},
+    {"ll128_efficiency", &DeviceCosts::ll128Efficiency},
+    {"channel_bytes", &DeviceCosts::bytesPerChannel}};
+
+}  // namespace
+
 bool parseLinkCosts(const std::string& text, LinkCosts* costs, std::string* error) {
   std::istringstream lines(text);
   int number = 0;
@@ -234,7 +253,8 @@ bool parseLinkCosts(const std::string& text, LinkCosts* costs, std::string* erro
                        : strcasecmp(name.c_str(), "shm") == 0 ? &costs->shm
                        : strcasecmp(name.c_str(), "tcp") == 0 ? &costs->tcp
                                                               : nullptr;
-    if (!target) {
+    const bool device = strcasecmp(name.c_str(), "device") == 0;
+    if (!target && !device) {
       *error = "line " + std::to_string(number) + ": unknown transport '" + name + "'";
       return false;
     }
@@ -248,7 +268,16 @@ bool parseLinkCosts(const std::string& text, LinkCosts* costs, std::string* erro
         *error = "line " + std::to_string(number) + ": '" + field + "' is not key=positive number";
         return false;
       }
-      if (key == "alpha_us")
+      if (device) {
+        const DeviceCostKey* found = nullptr;
+        for (const DeviceCostKey& k : kDeviceCostKeys)
+          if (key == k.key) found = &k;
+        if (!found) {
+          *error = "line " + std::to_string(number) + ": unknown key '" + key + "'";
+          return false;
+        }
+        costs->device.*found->member = value;
+      } else if (key == "alpha_us")
         target->alphaUs = value;
       else if (key == "gbps")
         target->gbps = value;
@@ -261,6 +290,20 @@ bool parseLinkCosts(const std::string& text, LinkCosts* costs, std::string* erro
     }
   }
   return true;
+}
+
+DeviceCosts defaultDeviceCosts() {
+  return DeviceCosts{};
+}
+
+void deviceCostFigures(const DeviceCosts& costs, double* figures) {
+  for (int i = 0; i < kDeviceCostFigures; ++i) figures[i] = costs.*kDeviceCostKeys[i].member;
+}
+
+DeviceCosts deviceCostsFromFigures(const double* figures) {
+  DeviceCosts costs;
+  for (int i = 0; i < kDeviceCostFigures; ++i) costs.*kDeviceCostKeys[i].member = figures[i];
+  return costs;
 }
 
 LinkCosts defaultLinkCosts() {
@@ -284,7 +327,13 @@ std::string formatLinkCosts(const LinkCosts& costs) {
              c->gbps, c->reduceGbps);
     text += line;
   }
-  return text;
+  text += "device";
+  for (const DeviceCostKey& k : kDeviceCostKeys) {
+    char field[64];
+    snprintf(field, sizeof(field), " %s=%.6g", k.key, costs.device.*k.member);
+    text += field;
+  }
+  return text + "\n";
 }
 
 const char* linkClassName(LinkClass c) {

@@ -22,8 +22,31 @@ struct LinkCost {
 /// The constants of the three transports. File format (BRAID_TUNER_FILE and the per-host cache),
 /// one line per transport (others keep their values; '#' starts a comment):
 ///   shm alpha_us=1.5 gbps=6 reduce_gbps=12
+/// and one line of the collective kernels' constants (DeviceCosts, above).
+/// The constants of the collective kernels' model (tuner/device_schedule.h; docs/cuda.md,
+/// "Collective kernels from the API"); the tuner file's line
+///   device launch_us=4 hop_simple_us=2 hop_ll_us=0.8 hop_ll128_us=1.2 channel_gbps=40
+///          ll_efficiency=0.4 ll128_efficiency=0.9 channel_bytes=262144
+/// Not yet measured on a GPU: tools/gpu-check prints the figures to calibrate them with.
+struct DeviceCosts {
+  double launchUs = 4.0;            ///< a kernel launch and its first poll
+  double hopUsSimple = 2.0;         ///< one chunk handed to a peer: fence, flag, the peer's poll
+  double hopUsLL = 0.8;             ///< one LL line: no fence, no second round trip
+  double hopUsLL128 = 1.2;          ///< one LL128 line: as LL, with a warp's agreement on the flag
+  double channelGBps = 40.0;        ///< one block's copy or reduce bandwidth under Simple
+  double llEfficiency = 0.4;        ///< LL moves half flags and polls every line
+  double ll128Efficiency = 0.9;     ///< LL128 moves 1/16 flags (NCCL's LL128: ~95% of Simple)
+  double bytesPerChannel = 262144;  ///< below this a further channel costs more than it brings
+};
+inline constexpr int kDeviceCostFigures = 8;
+DeviceCosts defaultDeviceCosts();
+/// The device constants as the figures that travel from rank 0 (kDeviceCostFigures), and back.
+void deviceCostFigures(const DeviceCosts& costs, double* figures);
+DeviceCosts deviceCostsFromFigures(const double* figures);
+
 struct LinkCosts {
   LinkCost local, shm, tcp;
+  DeviceCosts device;
 };
 /// The built-in constants (the reference machine, docs/results.md).
 LinkCosts defaultLinkCosts();
@@ -45,6 +68,7 @@ struct CommCostModel {
   int hosts = 1;                  ///< hosts the ranks are on
   int ranksPerHost = 0;           ///< ranks on each host when every host has as many, else 0
   LinkCost withinHost;            ///< the constants of the transport between ranks of one host
+  DeviceCosts device;             ///< the collective kernels' constants (rank 0's, as the rest)
 };
 
 /// Estimated time of `args` run by `algorithm` on `nranks` ranks, in microseconds.

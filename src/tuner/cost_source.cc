@@ -135,6 +135,7 @@ TunerWire tunerWireFor(const LinkCosts& c, int cores) {
     w.figures[3 * i + 1] = rows[i]->gbps;
     w.figures[3 * i + 2] = rows[i]->reduceGbps;
   }
+  deviceCostFigures(c.device, w.device);
   w.cores = cores;
   w.valid = 1;
   return w;
@@ -147,6 +148,7 @@ CommCostModel commCostModel(const TunerWire& rank0, const std::vector<PeerInfo>&
     LinkCost* rows[] = {&costs.local, &costs.shm, &costs.tcp};
     for (int i = 0; i < 3; i++)
       *rows[i] = {rank0.figures[3 * i], rank0.figures[3 * i + 1], rank0.figures[3 * i + 2]};
+    costs.device = deviceCostsFromFigures(rank0.device);
   }
   // One representative pair per relation (other host, other process on this host, same
   // process): each relation's transport is the same for every such pair.
@@ -165,6 +167,7 @@ CommCostModel commCostModel(const TunerWire& rank0, const std::vector<PeerInfo>&
       otherProcess = true, pairs.push_back({host->second, r});
   }
   CommCostModel m;
+  m.device = costs.device;
   m.link = LinkClass::kLocal;
   LinkClass within = LinkClass::kLocal;  // the slowest transport between ranks of one host
   TransportContext ctx;

@@ -32,9 +32,10 @@ bool writeLinkCostsFile(const std::string& path, const LinkCosts& costs, std::st
 
 /// What rank 0 sends in the init's allgather (fixed size, plain data).
 struct TunerWire {
-  double figures[9] = {};  ///< local, shm, tcp: alpha_us, gbps, reduce_gbps
-  int32_t cores = 0;       ///< cores of rank 0's host (commInit: hostCores over all ranks)
-  int32_t valid = 0;       ///< 1 from the rank whose constants count
+  double figures[9] = {};                  ///< local, shm, tcp: alpha_us, gbps, reduce_gbps
+  double device[kDeviceCostFigures] = {};  ///< the collective kernels' constants
+  int32_t cores = 0;  ///< cores of rank 0's host (commInit: hostCores over all ranks)
+  int32_t valid = 0;  ///< 1 from the rank whose constants count
 };
 TunerWire tunerWireFor(const LinkCosts& costs, int cores);
 

@@ -62,6 +62,15 @@ const char* deviceProtocolName(kernels::device::Protocol p) {
   return "?";
 }
 
+const char* deviceScheduleName(kernels::device::Algorithm a, kernels::device::Protocol p) {
+  static const char* const names[3][3] = {
+      {"Ring/Simple kernel", "Ring/LL kernel", "Ring/LL128 kernel"},
+      {"Tree/Simple kernel", "Tree/LL kernel", "Tree/LL128 kernel"},
+      {"OneShot/Simple kernel", "OneShot/LL kernel", "OneShot/LL128 kernel"}};
+  const int ai = static_cast<int>(a), pi = static_cast<int>(p);
+  return ai >= 0 && ai < 3 && pi >= 0 && pi < 3 ? names[ai][pi] : "? kernel";
+}
+
 DeviceSchedule chooseDeviceSchedule(CollType coll, size_t bytes, int nranks, int maxChannels,
                                     const std::string& algoEnv, const std::string& protoEnv,
                                     const DeviceCosts& costs) {
@@ -69,8 +78,8 @@ DeviceSchedule chooseDeviceSchedule(CollType coll, size_t bytes, int nranks, int
   const std::string_view protoSpec = algoSpecFor(protoEnv, coll);
   DeviceSchedule best;
   best.estimateUs = std::numeric_limits<double>::infinity();
-  const size_t wanted =
-      (bytes + costs.bytesPerChannel - 1) / std::max<size_t>(costs.bytesPerChannel, 1);
+  const size_t perChannel = std::max<size_t>(static_cast<size_t>(costs.bytesPerChannel), 1);
+  const size_t wanted = (bytes + perChannel - 1) / perChannel;
   const int channels = static_cast<int>(std::clamp<size_t>(wanted, 1, std::max(maxChannels, 1)));
   for (DeviceAlgorithm a :
        {DeviceAlgorithm::kRing, DeviceAlgorithm::kTree, DeviceAlgorithm::kOneShot}) {

@@ -9,6 +9,7 @@
 
 #include "algorithms/algorithm.h"
 #include "kernels/device/fifo.h"
+#include "tuner/cost_model.h"
 
 namespace braid {
 
@@ -19,30 +20,19 @@ struct DeviceSchedule {
   double estimateUs = 0;
 };
 
-/// The constants of the model (docs/cuda.md, "Collective kernels from the API"). Not yet
-/// measured on a GPU: tools/gpu-check prints the figures to calibrate them with.
-struct DeviceCosts {
-  double launchUs = 4.0;         ///< a kernel launch and its first poll
-  double hopUsSimple = 2.0;      ///< one chunk handed to a peer: fence, flag, the peer's poll
-  double hopUsLL = 0.8;          ///< one LL line: no fence, no second round trip
-  double hopUsLL128 = 1.2;       ///< one LL128 line: as LL, with a warp's agreement on the flag
-  double channelGBps = 40.0;     ///< one block's copy or reduce bandwidth under Simple
-  double llEfficiency = 0.4;     ///< LL moves half flags and polls every line
-  double ll128Efficiency = 0.9;  ///< LL128 moves 1/16 flags (NCCL's LL128: ~95% of Simple)
-  size_t bytesPerChannel = size_t{256} << 10;  ///< below this a further channel costs more than
-                                               ///< it brings
-};
-
 /// NCCL_ALGO's name of a kernel schedule: Ring, Tree, OneShot.
 const char* deviceAlgorithmName(kernels::device::Algorithm a);
 /// NCCL_PROTO's name of a kernel protocol: Simple, LL, LL128.
 const char* deviceProtocolName(kernels::device::Protocol p);
+/// "Ring/LL128 kernel" and the like: a kernel call's algorithm in its fingerprint and the
+/// flight recorder (a string that lives as long as the program).
+const char* deviceScheduleName(kernels::device::Algorithm a, kernels::device::Protocol p);
 
 /// The schedule for `coll` of `bytes` (the whole buffer: all-reduce, broadcast, reduce; the
 /// gathered side: all-gather, reduce-scatter) on `nranks`, using at most `maxChannels`.
 /// `algoEnv` and `protoEnv` are NCCL_ALGO and NCCL_PROTO (Ring, Tree, OneShot; Simple, LL, LL128).
 DeviceSchedule chooseDeviceSchedule(CollType coll, size_t bytes, int nranks, int maxChannels,
                                     const std::string& algoEnv, const std::string& protoEnv,
-                                    const DeviceCosts& costs = {});
+                                    const DeviceCosts& costs = defaultDeviceCosts());
 
 }  // namespace braid

@@ -4,7 +4,8 @@
 // with a core each, the adaptive choice (adaptive.h) may run a near candidate instead. The
 // model's inputs are the same on every rank (comm init passes rank 0's constants), so every rank
 // makes the same choice. One Tuner per communicator, with one cache: a size's ranking, choice
-// and fallback are worked out once and looked up after that.
+// and fallback are worked out once and looked up after that. The collective kernels' schedule
+// and protocol come from the same tuner (chooseDevice), with the model's device constants.
 //
 // The cores a communicator has at init are not the cores it has later: a training step keeps
 // every core busy, and launchers pin nothing. Every kContentionCalls collectives the ranks agree
@@ -23,6 +24,7 @@
 #include "core/config.h"
 #include "tuner/adaptive.h"
 #include "tuner/cost_model.h"
+#include "tuner/device_schedule.h"
 
 namespace braid {
 
@@ -73,6 +75,11 @@ class Tuner {
   /// The model's estimate of `args` with the algorithm choose() would pick first, in
   /// microseconds (0 when none is usable): ncclGroupSimulateEnd's answer.
   double estimateUs(const Context& ctx, const CollArgs& args);
+  /// The collective kernels' schedule for `coll` of `bytes` (tuner/device_schedule.h) on at
+  /// most `maxChannels`: the same model's device constants (rank 0's), NCCL_ALGO and NCCL_PROTO.
+  DeviceSchedule chooseDevice(CollType coll, size_t bytes, int maxChannels) const {
+    return chooseDeviceSchedule(coll, bytes, nranks_, maxChannels, algo_, proto_, model_.device);
+  }
   /// The model's estimate of a batch of `transfers` point-to-point transfers of `bytes` in all.
   double estimateP2pUs(size_t transfers, size_t bytes) const;
   /// The algorithm of the last collective chosen (braidCommGetLastAlgorithm); null before one.

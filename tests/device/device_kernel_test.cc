@@ -323,6 +323,45 @@ void abortEndsAWaitingKernel(RankContext& ctx) {
   }
 }
 
+// Ranks whose kernels run different calls as the same call number (here, counts that differ):
+// the waiting channel finds the peer's call in its FIFO, and the communicator's error names
+// both calls, as the host path's mismatch watch does, instead of a bare timeout. Device calls
+// are numbered and recorded like host calls: the flight recorder holds the kernel's entry.
+std::atomic<int> mismatchChecked{0};
+void kernelMismatch(RankContext& ctx) {
+  ncclComm_t comm = ctx.initComm();
+  ASSERT_NE(comm, nullptr);
+  void* stream = fakeDevice().createStream(0);
+  // Rank 0's call takes many chunks on several channels, rank 1's one chunk on one.
+  const size_t count = ctx.rank() == 0 ? size_t{1} << 20 : 2048;
+  DeviceInts buf(count);
+  ASSERT_EQ(ncclAllReduce(buf.data, buf.data, count, ncclInt32, ncclSum, comm,
+                          static_cast<cudaStream_t>(stream)),
+            ncclSuccess);
+  fakeDevice().synchronize(stream);
+  ncclResult_t async = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  if (ctx.rank() == 0) {  // rank 1 may finish first, having taken all it expected
+    EXPECT_EQ(async, ncclInvalidUsage);
+    const std::string e = ncclGetLastError(comm);
+    EXPECT_NE(e.find("operation mismatch: rank 0's collective kernel ran"), std::string::npos) << e;
+    EXPECT_NE(e.find("rank 1"), std::string::npos) << e;
+    EXPECT_NE(e.find("1048576"), std::string::npos) << e;
+    EXPECT_NE(e.find("2048"), std::string::npos) << e;
+  }
+  // Neither rank frees its FIFOs while the other's kernel may still reach into them.
+  mismatchChecked++;
+  while (mismatchChecked < 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+}
+
+TEST_F(DeviceKernelTest, AMismatchIsNamedNotJustTimedOut) {
+  RunOptions o = kernelOptions();
+  o.env.push_back({"BRAID_TIMEOUT_S", "1"});
+  o.env.push_back({"NCCL_ALGO", "Ring"});
+  BRAID_EXPECT_ALL_RANKS_OK(runThreads(2, kernelMismatch, o));
+}
+
 TEST_F(DeviceKernelTest, AbortEndsAWaitingKernel) {
   RunOptions o = kernelOptions();
   o.env.push_back({"BRAID_TIMEOUT_S", "60"});

@@ -45,6 +45,37 @@ TEST(EmulationFaults, AMissingPeerMakesTheChannelsGiveUpAtTheDeadline) {
   }
 }
 
+// Two ranks in the same call number with different counts (rank 0's takes several chunks, rank
+// 1's one): the one left waiting finds its peer's published call differs from its own and
+// reports a mismatch (the peer, both calls), not a plain timeout; with the same call on both
+// sides the same wait is only a timeout.
+TEST(EmulationFaults, APeerInAnotherCallIsAMismatch) {
+  for (Protocol protocol : {Protocol::kSimple, Protocol::kLL, Protocol::kLL128}) {
+    EmulatedWorld world(2, 1);
+    std::vector<std::int32_t> in(5000, 1), out0(5000), out1(5000);
+    std::vector<CollectiveArgs> args{
+        allReduceInt32(world, 0, in.data(), out0.data(), 5000, protocol),
+        allReduceInt32(world, 1, in.data(), out1.data(), 60, protocol)};
+    const std::uint64_t calls[2][3] = {{7, 5000, 3}, {7, 60, 3}};
+    for (int r = 0; r < 2; ++r)
+      for (int i = 0; i < 3; ++i) args[r].call[i] = calls[r][i];
+    const std::string error = world.launch(args, std::chrono::milliseconds(300));
+    EXPECT_NE(error.find("rank 0 channel 0 gave up waiting for a peer in another call"),
+              std::string::npos)
+        << error;
+    const std::uint64_t* report = world.comm(0).report;
+    EXPECT_EQ(report[0], 1u);  // the peer
+    EXPECT_EQ(report[2], 5000u);
+    EXPECT_EQ(report[5], 60u);
+    // The same call everywhere, one rank short of data: a timeout, not a mismatch.
+    args[1].call[1] = 5000;
+    args[1].count = 0;
+    const std::string timeout = world.launch(args, std::chrono::milliseconds(300));
+    EXPECT_NE(timeout.find("rank 0 channel 0 gave up waiting (abort"), std::string::npos)
+        << timeout;
+  }
+}
+
 TEST(EmulationFaults, StepsCarryOverLaunchesAndProtocols) {
   const int n = 3, channels = 2;
   EmulatedWorld world(n, channels, FifoShape{2, 64, 32, 256});

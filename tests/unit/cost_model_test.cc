@@ -1,4 +1,5 @@
-// The tuner file (BRAID_TUNER_FILE): per-transport constants of the cost model, parsed strictly.
+// The tuner file (BRAID_TUNER_FILE): per-transport constants of the cost model and the collective
+// kernels' constants, parsed strictly.
 #include "tuner/cost_model.h"
 
 #include <gtest/gtest.h>
@@ -21,6 +22,30 @@ TEST(TunerFile, SetsOnlyTheTransportsItNames) {
   EXPECT_EQ(c.shm.reduceGbps, 6);
   EXPECT_EQ(c.tcp.alphaUs, 7);
   EXPECT_EQ(c.tcp.reduceGbps, 12);
+}
+
+// The collective kernels' constants sit beside the transports' in the same file, and what
+// formatLinkCosts writes reads back to the same constants.
+TEST(TunerFile, DeviceConstantsAreReadAndWrittenBesideTheTransports) {
+  LinkCosts c = defaultLinkCosts();
+  std::string error;
+  ASSERT_TRUE(
+      parseLinkCosts("device launch_us=9 ll128_efficiency=0.75 channel_bytes=65536\n", &c, &error))
+      << error;
+  EXPECT_EQ(c.device.launchUs, 9);
+  EXPECT_EQ(c.device.ll128Efficiency, 0.75);
+  EXPECT_EQ(c.device.bytesPerChannel, 65536);
+  EXPECT_EQ(c.device.hopUsLL, defaultDeviceCosts().hopUsLL);  // not named: kept
+  LinkCosts back;
+  ASSERT_TRUE(parseLinkCosts(formatLinkCosts(c), &back, &error)) << error;
+  EXPECT_EQ(back.device.launchUs, 9);
+  EXPECT_EQ(back.device.ll128Efficiency, 0.75);
+  EXPECT_EQ(back.device.bytesPerChannel, 65536);
+  double figures[kDeviceCostFigures];
+  deviceCostFigures(c.device, figures);
+  EXPECT_EQ(deviceCostsFromFigures(figures).launchUs, 9);
+  EXPECT_FALSE(parseLinkCosts("device hop_us=1", &c, &error));
+  EXPECT_NE(error.find("unknown key 'hop_us'"), std::string::npos) << error;
 }
 
 TEST(TunerFile, MalformedLinesAreNamed) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tuner/device_schedule.h"
+#include "tuner/tuner.h"
 
 namespace braid {
 namespace {
@@ -32,6 +33,24 @@ TEST(DeviceSchedule, MiddleSizesTakeLL128) {
   EXPECT_EQ(middle.algorithm, DeviceAlgorithm::kRing);
   EXPECT_EQ(chooseDeviceSchedule(CollType::kAllGather, size_t{1} << 20, 4, 8, "", "").protocol,
             Protocol::kLL128);
+}
+
+// The one tuner chooses for the kernels too, from the device constants of its model (the tuner
+// file's device line, rank 0's for every rank).
+TEST(DeviceSchedule, TheTunerChoosesFromItsModelsDeviceConstants) {
+  Tuner tuner;
+  CommCostModel model;
+  CommConfig config;
+  tuner.configure(model, config, 4);
+  EXPECT_EQ(tuner.chooseDevice(CollType::kAllReduce, size_t{1} << 20, 8).protocol,
+            Protocol::kLL128);
+  model.device.ll128Efficiency = 0.01;  // an LL128 that hardly moves data
+  tuner.configure(model, config, 4);
+  EXPECT_EQ(tuner.chooseDevice(CollType::kAllReduce, size_t{1} << 20, 8).protocol,
+            Protocol::kSimple);
+  config.proto = "LL";
+  tuner.configure(model, config, 4);
+  EXPECT_EQ(tuner.chooseDevice(CollType::kAllReduce, size_t{1} << 20, 8).protocol, Protocol::kLL);
 }
 
 TEST(DeviceSchedule, OnlyAllReduceHasTreeAndOneShot) {
