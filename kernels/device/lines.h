@@ -273,6 +273,7 @@ BRAID_DEVICE_FN bool anyLines(const Dst& a, const Dst& b, const Src& c, const Sr
 /// dst (and dst2) = src, `bytes` bytes, by the channel's threads, over any protocol.
 BRAID_DEVICE_FN void copyStep(const ChannelContext& c, Dst dst, Dst dst2, Src src,
                               std::size_t bytes) {
+  if (aborted(c)) return;  // the waits no longer hold: touch no slot and no buffer
   if (!anyLines(dst, dst2, src, Src{}))
     return copyBytes(c.block, dst.mem, dst2.mem, src.mem, bytes);
   lineLoop(c, dst, dst2, Src{}, src, bytes, CopyWord{});
@@ -283,6 +284,7 @@ BRAID_DEVICE_FN void copyStep(const ChannelContext& c, Dst dst, Dst dst2, Src sr
 template <int D, class Op>
 BRAID_DEVICE_FN void reduceStep(const ChannelContext& c, const cuda::ElementParams<D>& p, Dst out0,
                                 Dst out1, Src acc, Src local, std::size_t n) {
+  if (aborted(c)) return;
   if (!anyLines(out0, out1, acc, local))
     return reduceElements<D, Op>(c.block, p, out0.mem, out1.mem, acc.mem, local.mem, n);
   lineLoop(c, out0, out1, acc, local, n * sizeof(typename ElementType<D>::Storage),
