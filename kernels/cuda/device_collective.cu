@@ -29,10 +29,13 @@ int launchCollectives(const device::LaunchArgs& launch, int* status, void* strea
   if (*why != nullptr) return -1;
   cudaError_t error = cudaSuccess;
   const ReduceOp& op = launch.items[0].op;
+  const int threads =
+      launch.threads >= 32 && launch.threads <= kCollectiveThreads && launch.threads % 32 == 0
+          ? launch.threads
+          : kCollectiveThreads;
   withDtypeAndOp(op.dtype, op.op, [&]<int D, class Op>() {
     collectiveKernel<D, Op>
-        <<<launch.channels(), kCollectiveThreads, 0, static_cast<cudaStream_t>(stream)>>>(launch,
-                                                                                          status);
+        <<<launch.channels(), threads, 0, static_cast<cudaStream_t>(stream)>>>(launch, status);
     error = cudaGetLastError();
   });
   return static_cast<int>(error);

@@ -12,7 +12,10 @@ struct P2pLaunchArgs;
 
 namespace braid::kernels::cuda {
 
-/// Threads per block of the collective kernel.
+/// The most threads per block of the collective kernel (a launch asks for fewer for small calls:
+/// LaunchArgs::threads). The schedules' state takes about 250 registers per thread, so one block
+/// of 256 fills a multiprocessor's registers: more threads would spill, and the channels, one
+/// block per multiprocessor, carry the scaling.
 inline constexpr int kCollectiveThreads = 256;
 
 /// Launches `args` on `stream` (a cudaStream_t): args.comm.channels blocks. `status` is device

@@ -163,6 +163,8 @@ struct CollectiveArgs {
 inline constexpr int kMaxLaunchItems = 16;
 struct LaunchArgs {
   int count = 0;
+  /// Threads per block, a multiple of 32 (0: the kernel's most); the emulation runs one.
+  int threads = 0;
   CollectiveArgs items[kMaxLaunchItems];
   /// Blocks of the launch: the most channels any item uses.
   BRAID_HOST_DEVICE int channels() const {

@@ -91,9 +91,10 @@ ncclResult_t noteKernelFailures(ncclComm* comm) {
 namespace {
 
 /// One rank's share of `plan` for the kernel (its count is not 0), with the schedule logged:
-/// numbered, fingerprinted and recorded in `record` as a host call is (call_record.h).
+/// numbered, fingerprinted and recorded in `record` as a host call is (call_record.h). Raises
+/// `*threads` to what its schedule asks for.
 kernels::device::CollectiveArgs kernelArgs(ncclComm* comm, Plan& plan, bool capturing,
-                                           std::optional<CollectiveRecord>* record) {
+                                           std::optional<CollectiveRecord>* record, int* threads) {
   DeviceChannels& channels = comm->device.channels;
   CollArgs& a = plan.coll;
   const bool gathered = a.coll == CollType::kAllGather || a.coll == CollType::kReduceScatter;
@@ -112,6 +113,7 @@ kernels::device::CollectiveArgs kernelArgs(ncclComm* comm, Plan& plan, bool capt
   k.comm = channels.comm(s.channels);
   k.comm.timeoutNs = static_cast<uint64_t>(comm->config.timeoutS * 1e9);
   record->emplace(*comm, a, deviceScheduleName(s.algorithm, s.protocol), OpState::kLaunched);
+  *threads = std::max(*threads, s.threads);
   for (int i = 0; i < 3; ++i) k.call[i] = a.fingerprint.words[i];
   BRAID_INFO(kSubsysColl,
              "%s: opCount %llu sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm "
@@ -147,7 +149,7 @@ ncclResult_t launchKernels(Plan* const* plans, int count) {
   for (int i = 0; i < count; ++i)
     if (plans[i]->coll.count > 0) {  // as NCCL: an empty call launches nothing
       launch.items[launch.count] =
-          kernelArgs(comm, *plans[i], first.capturing, &records[launch.count]);
+          kernelArgs(comm, *plans[i], first.capturing, &records[launch.count], &launch.threads);
       launch.count++;
     }
   if (launch.count == 0) return ncclSuccess;

@@ -105,6 +105,8 @@ DeviceSchedule chooseDeviceSchedule(CollType coll, size_t bytes, int nranks, int
     best = {};  // NCCL_ALGO or NCCL_PROTO ruled everything out: ring, Simple
     best.channels = channels;
   }
+  const size_t share = bytes / static_cast<size_t>(best.channels);
+  best.threads = static_cast<int>(std::clamp<size_t>((share / 64 + 31) / 32 * 32, 64, 256));
   return best;
 }
 

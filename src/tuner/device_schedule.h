@@ -18,6 +18,9 @@ struct DeviceSchedule {
   kernels::device::Protocol protocol = kernels::device::Protocol::kSimple;
   int channels = 1;
   double estimateUs = 0;
+  /// Threads per block: enough for one pass of the data loops over a channel's share (64 bytes
+  /// a thread: four 16-byte packs), from 64 to 256; a small call's block syncs fewer warps.
+  int threads = 256;
 };
 
 /// NCCL_ALGO's name of a kernel schedule: Ring, Tree, OneShot.

@@ -81,6 +81,21 @@ TEST(DeviceSchedule, NcclAlgoAndProtoAreObeyed) {
   EXPECT_EQ(fallback.protocol, Protocol::kSimple);
 }
 
+// A block runs as many threads as one pass of the data loops over its share needs (64 bytes a
+// thread), from 2 warps to 256 threads.
+TEST(DeviceSchedule, ThreadsGrowWithTheChannelsShare) {
+  EXPECT_EQ(chooseDeviceSchedule(CollType::kAllReduce, 8, 2, 8, "", "").threads, 64);
+  EXPECT_EQ(chooseDeviceSchedule(CollType::kAllReduce, 8192, 2, 8, "", "").threads, 128);
+  EXPECT_EQ(chooseDeviceSchedule(CollType::kAllReduce, size_t{1} << 28, 2, 8, "", "").threads, 256);
+  int last = 0;
+  for (size_t bytes = 1; bytes <= (size_t{1} << 30); bytes *= 2) {
+    const DeviceSchedule s = chooseDeviceSchedule(CollType::kReduceScatter, bytes, 4, 8, "", "");
+    EXPECT_EQ(s.threads % 32, 0);
+    EXPECT_GE(s.threads, last) << bytes;
+    last = s.threads;
+  }
+}
+
 TEST(DeviceSchedule, ChannelsGrowWithSizeUpToTheLimit) {
   int last = 0;
   for (size_t bytes = 1; bytes <= (size_t{1} << 30); bytes *= 4) {
