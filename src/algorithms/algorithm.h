@@ -1,10 +1,12 @@
 // Collective arguments as the algorithms see them, and the algorithm interface: an algorithm
-// says whether it supports a call and runs it; the tuner ranks the ones that support it.
+// says what it is (its traits), whether it supports a call, and runs it; the tuner ranks the
+// ones that support it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "algorithms/algorithm_traits.h"
 #include "algorithms/collectives.h"
 #include "algorithms/context.h"
 #include "algorithms/fingerprint.h"
@@ -37,7 +39,9 @@ struct CollArgs {
 class Algorithm {
  public:
   virtual ~Algorithm() = default;
-  virtual const char* name() const = 0;
+  /// Its name, protocol, preference and cost shape: declared in its file, constant.
+  virtual const AlgorithmTraits& traits() const = 0;
+  const char* name() const { return traits().name; }
   /// Whether it can run `args` on this team. The answer may depend only on the collective, the
   /// message size, whether the buffers are device memory, and what init fixed (ranks,
   /// connections, settings): the tuner remembers it per (collective, size, device).

@@ -1,6 +1,9 @@
 #include "algorithms/algorithm_registry.h"
 
+#include <strings.h>
+
 #include <array>
+#include <cstring>
 #include <string>
 
 namespace braid {
@@ -60,8 +63,19 @@ const std::vector<std::string>& names() {
 
 }  // namespace
 
+const char* wireProtocolName(WireProtocol p) {
+  return p == WireProtocol::kLL ? "LL" : "Simple";
+}
+
 const std::vector<const Algorithm*>& algorithmsFor(CollType coll) {
   return table()[static_cast<size_t>(coll)];
+}
+
+const Algorithm* findAlgorithm(CollType coll, std::string_view name) {
+  for (const Algorithm* a : algorithmsFor(coll))
+    if (name.size() == strlen(a->name()) && strncasecmp(a->name(), name.data(), name.size()) == 0)
+      return a;
+  return nullptr;
 }
 
 uint64_t algorithmId(std::string_view name) {

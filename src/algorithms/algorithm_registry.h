@@ -37,6 +37,10 @@ const Algorithm* bruckReduceScatter();
 /// The registered algorithms of a collective, in default preference order (the tuner's ties).
 const std::vector<const Algorithm*>& algorithmsFor(CollType coll);
 
+/// The algorithm of `coll` whose name is `name` (case-insensitive, as NCCL_ALGO reads it), or
+/// nullptr.
+const Algorithm* findAlgorithm(CollType coll, std::string_view name);
+
 /// A small number naming an algorithm in fingerprints (the same on every rank: the registry's
 /// order of first appearance; 0 for a name no collective registers).
 uint64_t algorithmId(std::string_view name);

@@ -9,9 +9,12 @@
 namespace braid {
 namespace {
 
+// log2(n) steps that move the blocks twice through scratch.
+const AlgorithmTraits kTraits{.name = "Bruck", .cost = sameOnEveryLink({0, 0, 1, 1, 2.0})};
+
 class BruckAllGather : public Algorithm {
  public:
-  const char* name() const override { return "Bruck"; }
+  const AlgorithmTraits& traits() const override { return kTraits; }
   bool supports(const CollArgs& args, const Context& ctx) const override {
     return args.coll == CollType::kAllGather && ctx.nranks() > 1 && ctx.team.allPairsConnected();
   }

@@ -13,12 +13,19 @@
 namespace braid {
 namespace {
 
+const AlgorithmTraits kRingBetweenHosts{.name = "Hierarchical",
+                                        .cost = {.formula = CostFormula::kHierarchicalRing}};
+const AlgorithmTraits kTreeBetweenHosts{.name = "HierarchicalTree",
+                                        .cost = {.formula = CostFormula::kHierarchicalTree}};
+
 // Between hosts a ring (Hierarchical) or, for many hosts, a double binary tree over the hosts
 // (HierarchicalTree): 2 log2(H) steps across the network instead of the ring's 2(H-1).
 class HierarchicalAllReduce : public Algorithm {
  public:
   explicit HierarchicalAllReduce(bool treeBetweenHosts) : tree_(treeBetweenHosts) {}
-  const char* name() const override { return tree_ ? "HierarchicalTree" : "Hierarchical"; }
+  const AlgorithmTraits& traits() const override {
+    return tree_ ? kTreeBetweenHosts : kRingBetweenHosts;
+  }
   bool movesDeviceMemory() const override { return true; }
   bool supports(const CollArgs& args, const Context& ctx) const override {
     return args.coll == CollType::kAllReduce && hierarchyApplies(ctx, /*allPairs=*/false);

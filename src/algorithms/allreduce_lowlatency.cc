@@ -16,9 +16,20 @@
 namespace braid {
 namespace {
 
+// Always preferred where it applies (up to one mailbox entry, every peer sharing memory): it
+// beats every other algorithm there (docs/performance.md); its estimate answers
+// ncclGroupSimulateEnd.
+const AlgorithmTraits kTraits{
+    .name = "LowLatency",
+    .protocol = WireProtocol::kLL,
+    .preference = Preference::kWhereverSupported,
+    .cost = {
+        .shared = {0.25, 0.25, 0, 1.0, 1.0, 0, 0, true, kToEveryPeer, kToEveryPeer},
+        .dedicated = CostShape{0.25, 0.25, 0, 1.0, 1.0, 0, 0, true, kToEveryPeer, kToEveryPeer}}};
+
 class LowLatencyAllReduce : public Algorithm {
  public:
-  const char* name() const override { return "LowLatency"; }
+  const AlgorithmTraits& traits() const override { return kTraits; }
 
   bool supports(const CollArgs& args, const Context& ctx) const override {
     return args.coll == CollType::kAllReduce && ctx.nranks() > 1 &&

@@ -46,9 +46,18 @@ ncclResult_t sendTerm(Context& ctx, const CollArgs& args, int to, const void* da
   return ncclSuccess;
 }
 
+// The whole message sent and reduced at each doubling step; past a power of two the model adds
+// the fold-in and fold-out steps.
+const AlgorithmTraits kTraits{
+    .name = "RecursiveDoubling",
+    .cost = {.shared = {0, 0, 1, 0.9, 0.95, 0, 0, true, kEachStep, kEachStep},
+             .dedicated = CostShape{0, 0, 1, 0.30, 0.75, 0, 0, true, kEachStep, kEachStep},
+             .tcp = CostShape{0, 0, 1, 0.94, 1.3, 0, 0, true, kEachStep, kEachStep},
+             .foldsBeyondPowerOfTwo = true}};
+
 class RecursiveDoublingAllReduce : public Algorithm {
  public:
-  const char* name() const override { return "RecursiveDoubling"; }
+  const AlgorithmTraits& traits() const override { return kTraits; }
 
   // At two ranks recursive doubling is Direct's one exchange: left to Direct.
   bool supports(const CollArgs& args, const Context& ctx) const override {

@@ -15,9 +15,17 @@
 namespace braid {
 namespace {
 
+// At 2 ranks TwoShot is the ring with a scratch copy more: a core per rank, its bytes factor
+// keeps it behind both the ring and Direct there. More ranks than cores it is fitted to the
+// choices: to 256 KiB at 3 and 4 ranks, the ring beyond.
+const AlgorithmTraits kTraits{.name = "TwoShot",
+                              .cost = {.shared = {1.875, 0.625, 0, 0.78, 0.78},
+                                       .dedicated = CostShape{1.875, 0.625, 0, 0.17, 0.95},
+                                       .tcp = CostShape{0, 2, 0, 0.92, 1.19, -0.063}}};
+
 class TwoShotAllReduce : public Algorithm {
  public:
-  const char* name() const override { return "TwoShot"; }
+  const AlgorithmTraits& traits() const override { return kTraits; }
 
   bool supports(const CollArgs& args, const Context& ctx) const override {
     return args.coll == CollType::kAllReduce && ctx.nranks() > 1 && ctx.team.allPairsConnected();

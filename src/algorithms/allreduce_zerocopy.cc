@@ -115,9 +115,13 @@ ncclResult_t runStatic(const CollArgs& args, Context& ctx, const ZeroCopyView& v
   return zeroCopyBarrier(ctx, args);
 }
 
+// Always preferred where it applies (registered buffers on one host); priced as a ring.
+const AlgorithmTraits kTraits{
+    .name = "ZeroCopy", .preference = Preference::kWhereverSupported, .cost = {}};
+
 class ZeroCopyAllReduce : public Algorithm {
  public:
-  const char* name() const override { return "ZeroCopy"; }
+  const AlgorithmTraits& traits() const override { return kTraits; }
 
   bool supports(const CollArgs& args, const Context& ctx) const override {
     return args.coll == CollType::kAllReduce && zeroCopyCandidate(ctx, args.count * args.elemSize);

@@ -11,9 +11,12 @@
 namespace braid {
 namespace {
 
+const AlgorithmTraits kTraits{.name = "Hierarchical",
+                              .cost = {.formula = CostFormula::kHierarchicalRing}};
+
 class HierarchicalBroadcast : public Algorithm {
  public:
-  const char* name() const override { return "Hierarchical"; }
+  const AlgorithmTraits& traits() const override { return kTraits; }
   bool movesDeviceMemory() const override { return true; }
   bool supports(const CollArgs& args, const Context& ctx) const override {
     return args.coll == CollType::kBroadcast && hierarchyApplies(ctx, /*allPairs=*/true);

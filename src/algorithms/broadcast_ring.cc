@@ -9,9 +9,12 @@
 namespace braid {
 namespace {
 
+const AlgorithmTraits kTraits{
+    .name = "Ring", .cost = sameOnEveryLink({0, 1, 0, 1, 1.0, 0, 0, false, {}, {}, true})};
+
 class RingBroadcast : public Algorithm {
  public:
-  const char* name() const override { return "Ring"; }
+  const AlgorithmTraits& traits() const override { return kTraits; }
   bool movesDeviceMemory() const override { return true; }
   bool supports(const CollArgs& args, const Context& ctx) const override {
     return args.coll == CollType::kBroadcast && ctx.nranks() > 1;

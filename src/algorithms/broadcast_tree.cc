@@ -9,9 +9,13 @@
 namespace braid {
 namespace {
 
+// floor(log2 n) deep, the root's message passed on twice at every inner rank.
+const AlgorithmTraits kTraits{
+    .name = "Tree", .cost = sameOnEveryLink({0, 0, 0, 1, 1.0, 0, 1, true, kTwiceMessage, {}})};
+
 class TreeBroadcast : public Algorithm {
  public:
-  const char* name() const override { return "Tree"; }
+  const AlgorithmTraits& traits() const override { return kTraits; }
   bool movesDeviceMemory() const override { return true; }
 
   bool supports(const CollArgs& args, const Context& ctx) const override {

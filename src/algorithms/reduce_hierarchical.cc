@@ -13,9 +13,12 @@
 namespace braid {
 namespace {
 
+const AlgorithmTraits kTraits{.name = "Hierarchical",
+                              .cost = {.formula = CostFormula::kHierarchicalRing}};
+
 class HierarchicalReduce : public Algorithm {
  public:
-  const char* name() const override { return "Hierarchical"; }
+  const AlgorithmTraits& traits() const override { return kTraits; }
   // The partial slices wait in host memory between the rings.
   bool movesDeviceMemory() const override { return false; }
   bool supports(const CollArgs& args, const Context& ctx) const override {

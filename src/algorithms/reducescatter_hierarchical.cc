@@ -12,9 +12,12 @@
 namespace braid {
 namespace {
 
+const AlgorithmTraits kTraits{.name = "Hierarchical",
+                              .cost = {.formula = CostFormula::kHierarchicalRing}};
+
 class HierarchicalReduceScatter : public Algorithm {
  public:
-  const char* name() const override { return "Hierarchical"; }
+  const AlgorithmTraits& traits() const override { return kTraits; }
   // The partial blocks wait in host memory between the two rings.
   bool movesDeviceMemory() const override { return false; }
   bool supports(const CollArgs& args, const Context& ctx) const override {

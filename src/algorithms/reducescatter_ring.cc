@@ -8,9 +8,11 @@
 namespace braid {
 namespace {
 
+const AlgorithmTraits kTraits{.name = "Ring", .cost = sameOnEveryLink({0, 1, 0, 1, 1.0})};
+
 class RingReduceScatter : public Algorithm {
  public:
-  const char* name() const override { return "Ring"; }
+  const AlgorithmTraits& traits() const override { return kTraits; }
   bool movesDeviceMemory() const override { return true; }
   bool supports(const CollArgs& args, const Context& ctx) const override {
     return args.coll == CollType::kReduceScatter && ctx.nranks() > 1;

@@ -10,9 +10,13 @@
 namespace braid {
 namespace {
 
+// Always preferred where it applies (registered buffers on one host); priced as a ring.
+const AlgorithmTraits kTraits{
+    .name = "ZeroCopy", .preference = Preference::kWhereverSupported, .cost = {}};
+
 class ZeroCopyReduceScatter : public Algorithm {
  public:
-  const char* name() const override { return "ZeroCopy"; }
+  const AlgorithmTraits& traits() const override { return kTraits; }
 
   bool supports(const CollArgs& args, const Context& ctx) const override {
     return args.coll == CollType::kReduceScatter &&

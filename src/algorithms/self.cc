@@ -6,9 +6,14 @@
 namespace braid {
 namespace {
 
+// One rank: chosen wherever it applies, one copy when out of place.
+const AlgorithmTraits kTraits{.name = "Self",
+                              .preference = Preference::kWhereverSupported,
+                              .cost = {.formula = CostFormula::kCopy}};
+
 class Self : public Algorithm {
  public:
-  const char* name() const override { return "Self"; }
+  const AlgorithmTraits& traits() const override { return kTraits; }
   bool movesDeviceMemory() const override { return true; }
   bool supports(const CollArgs&, const Context& ctx) const override { return ctx.nranks() == 1; }
   ncclResult_t run(const CollArgs& args, Context& ctx) const override {

@@ -43,7 +43,7 @@ bool allowedBySpec(std::string_view spec, const char* name) {
 }
 
 const char* protocolOf(const Algorithm* a) {
-  return a == lowLatencyAllReduce() ? "LL" : "Simple";
+  return wireProtocolName(a->traits().protocol);
 }
 
 }  // namespace braid

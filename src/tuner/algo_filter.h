@@ -13,8 +13,9 @@ namespace braid {
 std::string_view algoSpecFor(std::string_view env, CollType coll);
 /// Whether `spec` (one collective's list) allows `name` (case-insensitive).
 bool allowedBySpec(std::string_view spec, const char* name);
-/// NCCL_PROTO's name for how `a` moves data: LowLatency is Braid's LL (data and flag in one
-/// cache line); every other algorithm moves slots with a separate flag, NCCL's Simple.
+/// NCCL_PROTO's name for how `a` moves data, as its traits say: LowLatency is Braid's LL (data
+/// and flag in one cache line); every other algorithm moves slots with a separate flag, NCCL's
+/// Simple.
 const char* protocolOf(const Algorithm* a);
 
 }  // namespace braid

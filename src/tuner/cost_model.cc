@@ -9,93 +9,24 @@
 #include <fstream>
 #include <sstream>
 
+#include "algorithms/algorithm_registry.h"
 #include "patterns/tree.h"
 #include "util/log.h"
 
 namespace braid {
 namespace {
 
-// Per-algorithm corrections of the textbook counts, fitted to algorithm_race sweeps (every
-// algorithm forced, side by side in one run: docs/performance.md, "Tuner"): steps = c0 + c1 (n-1)
-// + c2 log2(n) latencies are the textbook schedule, stepFactor what one of its steps costs against
-// the transport's alpha, and bytesFactor (+ bytesFactorPerPeer per peer) how far its data path
-// falls short of the byte counts (scratch copies, slot handoffs that wait on every peer; on TCP,
-// peers' sockets that run in parallel narrow the gap).
-// An algorithm whose traffic differs from its collective's textbook schedule (collectives.h)
-// names its own; c3 counts the steps of a broadcast tree, floor(log2 n) deep.
-struct Shape {
-  CollType coll;
-  const char* name;
-  double c0, c1, c2;
-  double stepFactor, bytesFactor;
-  double bytesFactorPerPeer = 0;
-  double c3 = 0;
-  bool ownTraffic = false;
-  Traffic moved{}, reduced{};
-  /// A pipelined chain (the ring broadcast and reduce): each hop's latency is paid once, so
-  /// across hosts only the hops that cross the network cost the network's latency.
-  bool chain = false;
-};
-// Every peer's whole message, each rank reduces all of them (one-shot); twice the message up
-// and down a tree, reduced once on the way up.
-constexpr Traffic kToEveryPeer{0, 0, 1, 0};
-constexpr Traffic kTwiceMessage{2, 0, 0, 0};
-constexpr Traffic kOnceMessage{1, 0, 0, 0};
-// The whole message, sent and reduced once per doubling step.
-constexpr Traffic kEachStep{0, 0, 0, 0, 1};
-using C = CollType;
-// Shared memory and same-process FIFOs, a core for every rank (the ranks pinned). Fitted at 2
-// ranks to the choices, not the times (tools/tuner-sweep's paired turns, five sweeps): the
-// one-shot algorithms' steps cost a fifth of alpha, but each of the ring's two chained exchanges
-// reads a chunk that is still in the peer core's cache, which Direct's one exchange pays once,
-// so Direct runs to 128 KiB and the ring from 256 KiB. TwoShot, at 2 ranks the ring with a
-// scratch copy more, gets the bytes factor that keeps it behind both there. The tree's bytes
-// factor is the ring's times the 1.35 it measured on shared cores, not the 0.53 two ranks gave
-// (a pair, which would make it the cheapest at every size from 8 ranks up).
-constexpr Shape kMemoryDedicatedShapes[] = {
-    {C::kAllReduce, "Ring", 0, 2, 0, 0.80, 0.75},
-    {C::kAllReduce, "Direct", 1, 0.5, 0, 0.19, 0.72, 0, 0, true, kToEveryPeer, kToEveryPeer},
-    {C::kAllReduce, "LowLatency", 0.25, 0.25, 0, 1.0, 1.0, 0, 0, true, kToEveryPeer, kToEveryPeer},
-    {C::kAllReduce, "Tree", 2, 0, 2, 0.15, 1.01, 0, 0, true, kTwiceMessage, kOnceMessage},
-    {C::kAllReduce, "TwoShot", 1.875, 0.625, 0, 0.17, 0.95},
-    {C::kAllReduce, "Rabenseifner", 3, 1, 2, 0.09, 1.27},
-    {C::kAllReduce, "RecursiveDoubling", 0, 0, 1, 0.30, 0.75, 0, 0, true, kEachStep, kEachStep}};
-// Shared memory, more ranks than cores: every step waits for a peer to be scheduled. The one-shot
-// algorithms' steps wait on all peers at once and cost less each than the ring's chain. Direct's
-// and TwoShot's bytes factors are fitted to the choices as above (3 and 4 ranks): Direct to
-// 32 KiB at 3 ranks and 16 KiB at 4, TwoShot to 256 KiB, the ring beyond.
-constexpr Shape kMemorySharedShapes[] = {
-    {C::kAllReduce, "Ring", 0, 2, 0, 1.20, 0.70},
-    {C::kAllReduce, "Direct", 1, 0.5, 0, 0.69, 0.61, 0, 0, true, kToEveryPeer, kToEveryPeer},
-    {C::kAllReduce, "LowLatency", 0.25, 0.25, 0, 1.0, 1.0, 0, 0, true, kToEveryPeer, kToEveryPeer},
-    {C::kAllReduce, "Tree", 2, 0, 2, 0.84, 1.28, 0, 0, true, kTwiceMessage, kOnceMessage},
-    {C::kAllReduce, "TwoShot", 1.875, 0.625, 0, 0.78, 0.78},
-    {C::kAllReduce, "Rabenseifner", 3, 1, 2, 0.46, 1.43},
-    {C::kAllReduce, "RecursiveDoubling", 0, 0, 1, 0.9, 0.95, 0, 0, true, kEachStep, kEachStep}};
-// TCP: the sockets and the proxy threads are the limit. One table for every rank count: the fit
-// separated by cores per rank made no better choices.
-constexpr Shape kTcpShapes[] = {
-    {C::kAllReduce, "Ring", 0, 2, 0, 1.14, 0.574, 0.119},
-    {C::kAllReduce, "Direct", 1, 0.5, 0, 0.94, 1.05, 0.029, 0, true, kToEveryPeer, kToEveryPeer},
-    {C::kAllReduce, "Tree", 1, 0, 2, 1.11, 0.366, 0.294, 0, true, kTwiceMessage, kOnceMessage},
-    {C::kAllReduce, "TwoShot", 0, 2, 0, 0.92, 1.19, -0.063},
-    {C::kAllReduce, "Rabenseifner", 1.5, 0, 2, 0.82, 1.04, 0.186},
-    // At a power of two: halving and doubling in the output, pieces lent (halving_doubling.h);
-    // fitted at 4 ranks on 2 cores: ahead of TwoShot and the ring from 128 KiB to 4 MiB (1.2 ms
-    // against their 1.55 at 1 MiB).
-    {C::kAllReduce, "Rabenseifner@pow2", 0, 0, 2, 0.9, 1.0},
-    {C::kAllReduce, "RecursiveDoubling", 0, 0, 1, 0.94, 1.3, 0, 0, true, kEachStep, kEachStep}};
-// The other collectives, on every transport (docs/design.md, "Selection"): Bruck's log2(n) steps
-// move its blocks twice through scratch, and its reduce-scatter measured behind the ring even
-// at 4 KiB.
-constexpr Shape kOtherShapes[] = {
-    {C::kBroadcast, "Ring", 0, 1, 0, 1, 1.0, 0, 0, false, {}, {}, true},
-    {C::kBroadcast, "Tree", 0, 0, 0, 1, 1.0, 0, 1, true, kTwiceMessage, {}},
-    {C::kReduce, "Ring", 0, 1, 0, 1, 1.0, 0, 0, false, {}, {}, true},
-    {C::kAllGather, "Ring", 0, 1, 0, 1, 1.0},
-    {C::kAllGather, "Bruck", 0, 0, 1, 1, 2.0},
-    {C::kReduceScatter, "Ring", 0, 1, 0, 1, 1.0},
-    {C::kReduceScatter, "Bruck", 4, 0, 1, 1, 2.0}};
+// Each algorithm's shape (algorithm_traits.h) is the textbook schedule corrected by factors
+// fitted to algorithm_race sweeps (every algorithm forced, side by side in one run:
+// docs/performance.md, "Tuner"): steps = c0 + c1 (n-1) + c2 log2(n) latencies, stepFactor what
+// one of its steps costs against the transport's alpha, and bytesFactor (+ bytesFactorPerPeer per
+// peer) how far its data path falls short of the byte counts (scratch copies, slot handoffs that
+// wait on every peer; on TCP, peers' sockets that run in parallel narrow the gap). Three kinds of
+// link have lines of their own: shared memory or same-process FIFOs with a core per rank (fitted
+// at 2 ranks to the choices, not the times: tools/tuner-sweep's paired turns), the same with
+// more ranks than cores (every step waits for a peer to be scheduled; 3 and 4 ranks), and TCP
+// (the sockets and the proxy threads are the limit; one line for every rank count: the fit
+// separated by cores per rank made no better choices).
 
 int ceilLog2(int n) {
   int k = 0;
@@ -103,28 +34,15 @@ int ceilLog2(int n) {
   return k;
 }
 
-// The model's table entry for `algorithm`, or nullptr where no table has one.
-const Shape* findShape(const CommCostModel& model, CollType coll, const char* algorithm) {
-  auto find = [&](const auto& table) -> const Shape* {
-    for (const Shape& s : table)
-      if (s.coll == coll && strcasecmp(s.name, algorithm) == 0) return &s;
-    return nullptr;
-  };
-  const Shape* s = find(kOtherShapes);
-  if (!s && model.link == LinkClass::kTcp) s = find(kTcpShapes);
-  if (!s && model.oversubscribe <= 1) s = find(kMemoryDedicatedShapes);
-  if (!s) s = find(kMemorySharedShapes);
-  return s;
-}
-
-Shape shapeOf(const CommCostModel& model, CollType coll, const char* algorithm, int n) {
-  // Rabenseifner runs another schedule at powers of two; where a table has no shape of its own
-  // for it, the general one stands.
+// The line of `cost` that prices a call on `model`'s links with n ranks.
+const CostShape& shapeOf(const CommCostModel& model, const CostModelShapes& cost, int n) {
   const bool powerOfTwo = n > 0 && (n & (n - 1)) == 0;
-  if (strcasecmp(algorithm, "Rabenseifner") == 0 && powerOfTwo)
-    if (const Shape* s = findShape(model, coll, "Rabenseifner@pow2")) return *s;
-  const Shape* s = findShape(model, coll, algorithm);
-  return s ? *s : Shape{coll, algorithm, 0, 1, 0, 1, 1.0};  // unknown: ring-like
+  if (model.link == LinkClass::kTcp) {
+    if (powerOfTwo && cost.tcpPowerOfTwo) return *cost.tcpPowerOfTwo;
+    if (cost.tcp) return *cost.tcp;
+  }
+  if (model.oversubscribe <= 1 && cost.dedicated) return *cost.dedicated;
+  return cost.shared;
 }
 
 // The most tree edges that cross one host's link: a host's edges to its parent and child hosts
@@ -160,8 +78,8 @@ double treeAcrossHostsUs(const CommCostModel& model, int n, const CollArgs& args
   const double withinBeta = slow * 1e-3 / model.withinHost.gbps;
   const double gamma = slow * 1e-3 / model.cost.reduceGbps;
   const double levels = ceilLog2(h);
-  const Shape tree = shapeOf(model, CollType::kAllReduce, "Tree", n);
-  const Shape ring = shapeOf(model, CollType::kAllReduce, "Ring", h);
+  const CostShape& tree = shapeOf(model, treeAllReduce()->traits().cost, n);
+  const CostShape& ring = shapeOf(model, ringAllReduce()->traits().cost, h);
   const double linkFactor = ring.bytesFactor + ring.bytesFactorPerPeer * std::min(h - 1, 3);
   const double chainSteps = l > 1 ? levels + l - 1 : 0;
   const double steps = 2 * (tree.stepFactor * levels * slow * model.cost.alphaUs +
@@ -177,12 +95,28 @@ double treeAcrossHostsUs(const CommCostModel& model, int n, const CollArgs& args
   return steps + fill + std::max({link, path, chain}) + S * gamma;
 }
 
+// The ring of `coll`: the hierarchical schedules' step between hosts.
+const Algorithm& ringOf(CollType coll) {
+  switch (coll) {
+    case CollType::kBroadcast:
+      return *ringBroadcast();
+    case CollType::kReduce:
+      return *ringReduce();
+    case CollType::kAllGather:
+      return *ringAllGather();
+    case CollType::kReduceScatter:
+      return *ringReduceScatter();
+    default:
+      return *ringAllReduce();
+  }
+}
+
 // The hierarchical schedules (hierarchy.h): rings within each host over that host's transport,
 // and rings between the hosts whose l streams (one per local rank) share each host's link, so
 // the link's share is priced as one ring over the H hosts of l times the per-rank data (the
 // allreduce's and the rooted collectives': the whole message, sliced l ways). The allreduce's
-// step between hosts is a ring or (`between` "Tree") a double binary tree over the hosts.
-double hierarchicalUs(const CommCostModel& model, const CollArgs& args, const char* between) {
+// step between hosts is a ring or (`treeBetween`) a double binary tree over the hosts.
+double hierarchicalUs(const CommCostModel& model, const CollArgs& args, bool treeBetween) {
   const int l = model.ranksPerHost, h = model.hosts;
   const double S = static_cast<double>(args.count) * args.elemSize;
   const double slow = std::max(1.0, model.oversubscribe);
@@ -196,24 +130,25 @@ double hierarchicalUs(const CommCostModel& model, const CollArgs& args, const ch
     case CollType::kAllReduce: {  // reduce-scatter, allreduce of a slice between hosts, allgather
       CommCostModel counterparts = model;  // between hosts: one rank on each
       counterparts.ranksPerHost = 1;
-      const double betweenUs = strcasecmp(between, "Tree") == 0
+      const double betweenUs = treeBetween
                                    ? treeAcrossHostsUs(counterparts, h, args)
-                                   : estimateCollectiveUs(across, h, args, between);
+                                   : estimateCollectiveUs(across, h, args, *ringAllReduce());
       return 2 * (l - 1) * alpha + 2 * part * S * beta + part * S * gamma + betweenUs;
     }
     case CollType::kAllGather:  // between hosts, then H blocks a step within the host
       wide.count *= l;
-      return estimateCollectiveUs(across, h, wide, "Ring") + (l - 1) * h * (alpha + S * beta);
+      return estimateCollectiveUs(across, h, wide, ringOf(args.coll)) +
+             (l - 1) * h * (alpha + S * beta);
     case CollType::kReduceScatter:  // H blocks a step within the host, then between hosts
       wide.count *= l;
       return (l - 1) * h * (alpha + S * (beta + gamma)) +
-             estimateCollectiveUs(across, h, wide, "Ring");
+             estimateCollectiveUs(across, h, wide, ringOf(args.coll));
     case CollType::kBroadcast:  // the root's host's chain, slices between hosts, allgather
-      return (l - 1) * alpha + S * beta + estimateCollectiveUs(across, h, args, "Ring") +
+      return (l - 1) * alpha + S * beta + estimateCollectiveUs(across, h, args, ringOf(args.coll)) +
              (l - 1) * alpha + part * S * beta;
     case CollType::kReduce:  // reduce-scatter, slices to the root's host, gathered at the root
       return (l - 1) * alpha + part * S * (beta + gamma) +
-             estimateCollectiveUs(across, h, args, "Ring") + alpha + part * S * beta;
+             estimateCollectiveUs(across, h, args, ringOf(args.coll)) + alpha + part * S * beta;
     default:
       return 1e300;
   }
@@ -341,27 +276,28 @@ const char* linkClassName(LinkClass c) {
 }
 
 double estimateCollectiveUs(const CommCostModel& model, int n, const CollArgs& args,
-                            const char* algorithm) {
+                            const Algorithm& algorithm) {
   const LinkCost& c = model.cost;
   const double S = static_cast<double>(args.count) * args.elemSize;  // bytes per rank's buffer
   // Ranks beyond the cores take turns: every step and every byte waits for a core.
   const double slow = std::max(1.0, model.oversubscribe);
   const double beta = slow * 1e-3 / c.gbps, gamma = slow * 1e-3 / c.reduceGbps;  // us per byte
   const double a = slow * c.alphaUs, part = (n - 1.0) / n, lg = ceilLog2(n);
-  auto is = [algorithm](const char* name) { return strcasecmp(algorithm, name) == 0; };
-  if (n == 1 || is("Self")) return args.sendbuff == args.recvbuff ? 0 : S * beta;
-  if (is("Hierarchical") || is("HierarchicalTree")) {
+  const CostModelShapes& cost = algorithm.traits().cost;
+  if (n == 1 || cost.formula == CostFormula::kCopy)
+    return args.sendbuff == args.recvbuff ? 0 : S * beta;
+  if (cost.formula == CostFormula::kHierarchicalRing ||
+      cost.formula == CostFormula::kHierarchicalTree) {
     if (model.hosts < 2 || model.ranksPerHost < 2) return 1e300;  // (never supported there)
-    return hierarchicalUs(model, args, is("HierarchicalTree") ? "Tree" : "Ring");
+    return hierarchicalUs(model, args, cost.formula == CostFormula::kHierarchicalTree);
   }
-  if (is("Tree") && args.coll == CollType::kAllReduce && model.hosts > 1)
-    return treeAcrossHostsUs(model, n, args);
-  const Shape shape = shapeOf(model, args.coll, algorithm, n);
+  if (cost.treeAcrossHosts && model.hosts > 1) return treeAcrossHostsUs(model, n, args);
+  const CostShape& shape = shapeOf(model, cost, n);
   // A binary tree of n ranks is floor(log2 n) deep: the broadcast tree's depth.
   const double depth = std::floor(std::log2(n));
   // Recursive doubling folds the ranks beyond a power of two in before its steps and out after
   // them: two steps more than log2 of that power.
-  const double doublings = is("RecursiveDoubling") ? depth + ((n & (n - 1)) ? 2 : 0) : lg;
+  const double doublings = cost.foldsBeyondPowerOfTwo ? depth + ((n & (n - 1)) ? 2 : 0) : lg;
   double steps =
       shape.stepFactor * (shape.c0 + shape.c1 * (n - 1) + shape.c2 * doublings + shape.c3 * depth);
   // A chain pays each hop's latency once: across hosts, in host order, H-1 of its n-1 hops cross

@@ -71,9 +71,10 @@ struct CommCostModel {
   DeviceCosts device;             ///< the collective kernels' constants (rank 0's, as the rest)
 };
 
-/// Estimated time of `args` run by `algorithm` on `nranks` ranks, in microseconds.
+/// Estimated time of `args` run by `algorithm` on `nranks` ranks, in microseconds: the formula
+/// and shape its traits declare (algorithm_traits.h).
 double estimateCollectiveUs(const CommCostModel& model, int nranks, const CollArgs& args,
-                            const char* algorithm);
+                            const Algorithm& algorithm);
 /// Estimated time of a batch of point-to-point transfers of `bytes` in all, over `transfers`
 /// transfers, in microseconds.
 double estimateP2pUs(const CommCostModel& model, size_t transfers, size_t bytes);

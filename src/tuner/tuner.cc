@@ -1,7 +1,5 @@
 #include "tuner/tuner.h"
 
-#include <strings.h>
-
 #include <algorithm>
 #include <utility>
 
@@ -14,15 +12,12 @@
 namespace braid {
 namespace {
 
-// Chosen whenever they support the call (and NCCL_ALGO allows them), before any ranking: Self
-// for one rank, then algorithms that beat every other one where they apply at all (ZeroCopy on
-// registered buffers, LowLatency up to one mailbox entry: docs/performance.md).
-constexpr const char* kAlwaysPreferred[] = {"Self", "ZeroCopy", "LowLatency"};
-
+// Chosen whenever they support the call (and NCCL_ALGO allows them), before any ranking, in
+// registry order: Self for one rank, then algorithms that beat every other one where they apply
+// at all (ZeroCopy on registered buffers, LowLatency up to one mailbox entry:
+// docs/performance.md). Their traits say so (Preference::kWhereverSupported).
 bool alwaysPreferred(const Algorithm* a) {
-  for (const char* name : kAlwaysPreferred)
-    if (strcasecmp(a->name(), name) == 0) return true;
-  return false;
+  return a->traits().preference == Preference::kWhereverSupported;
 }
 
 }  // namespace
@@ -141,18 +136,17 @@ Tuner::Ranked& Tuner::rank(const Context& ctx, const CollArgs& args) {
   sized.count = args.count;
   sized.elemSize = args.elemSize;
   const auto& algos = algorithmsFor(args.coll);
-  for (const char* name : kAlwaysPreferred)
-    for (const Algorithm* a : algos)
-      if (strcasecmp(a->name(), name) == 0 && usable(a)) {
-        r.usable.push_back(a);
-        r.us.push_back(estimateCollectiveUs(model, nranks_, sized, a->name()));
-      }
+  for (const Algorithm* a : algos)
+    if (alwaysPreferred(a) && usable(a)) {
+      r.usable.push_back(a);
+      r.us.push_back(estimateCollectiveUs(model, nranks_, sized, *a));
+    }
   r.preferred = !r.usable.empty();
   // The rest by the model's estimate (ties in registry order).
   std::vector<std::pair<double, const Algorithm*>> costs;
   for (const Algorithm* a : algos)
     if (!alwaysPreferred(a) && usable(a))
-      costs.push_back({estimateCollectiveUs(model, nranks_, sized, a->name()), a});
+      costs.push_back({estimateCollectiveUs(model, nranks_, sized, *a), a});
   std::stable_sort(costs.begin(), costs.end(),
                    [](const auto& x, const auto& y) { return x.first < y.first; });
   for (const auto& [us, a] : costs) {
@@ -229,8 +223,7 @@ ncclResult_t Tuner::noneLeft(const CollArgs& args) const {
 
 double Tuner::estimateUs(const Context& ctx, const CollArgs& args) {
   const Ranked& r = rank(ctx, args);
-  return r.usable.empty() ? 0.0
-                          : estimateCollectiveUs(modelNow(), nranks_, args, r.usable[0]->name());
+  return r.usable.empty() ? 0.0 : estimateCollectiveUs(modelNow(), nranks_, args, *r.usable[0]);
 }
 
 double Tuner::estimateP2pUs(size_t transfers, size_t bytes) const {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "algorithms/algorithm_registry.h"
 #include "tuner/calibration.h"
 #include "tuner/cost_model.h"
 #include "tuner/cost_source.h"
@@ -18,10 +19,16 @@
 namespace braid {
 namespace {
 
-const char* kAllReduceAlgorithms[] = {"Ring",    "Tree",         "Direct",
-                                      "TwoShot", "Rabenseifner", "RecursiveDoubling"};
+// The model's estimate for the algorithm of `args.coll` named `name` (as NCCL_ALGO names it).
+double usOf(const CommCostModel& model, int nranks, const CollArgs& args, const char* name) {
+  const Algorithm* a = findAlgorithm(args.coll, name);
+  EXPECT_NE(a, nullptr) << name << " is not registered";
+  return a ? estimateCollectiveUs(model, nranks, args, *a) : 1e300;
+}
 
-// The algorithm the tuner's ranking picks when every one of them supports the call.
+// The algorithm the tuner's ranking picks on one host when every one of them supports the call:
+// the registry's ranked allreduce algorithms priced by their steps (the hierarchical ones need
+// hosts; the always-preferred ones are taken before any ranking).
 std::string cheapest(const CommCostModel& model, int nranks, size_t bytes) {
   CollArgs args;
   args.coll = CollType::kAllReduce;
@@ -29,10 +36,13 @@ std::string cheapest(const CommCostModel& model, int nranks, size_t bytes) {
   args.elemSize = 4;
   std::string best;
   double bestUs = 0;
-  for (const char* name : kAllReduceAlgorithms) {
+  for (const Algorithm* a : algorithmsFor(CollType::kAllReduce)) {
+    const AlgorithmTraits& t = a->traits();
+    if (t.preference != Preference::kRanked || t.cost.formula != CostFormula::kSteps) continue;
+    const std::string name = t.name;
     // (As the tuner asks each algorithm: recursive doubling leaves two ranks to Direct.)
-    if (nranks < 3 && std::string(name) == "RecursiveDoubling") continue;
-    double us = estimateCollectiveUs(model, nranks, args, name);
+    if (nranks < 3 && name == "RecursiveDoubling") continue;
+    double us = estimateCollectiveUs(model, nranks, args, *a);
     EXPECT_GT(us, 0) << name << " at " << bytes << " B";
     if (best.empty() || us < bestUs) best = name, bestUs = us;
   }
@@ -138,7 +148,7 @@ std::string cheapestOf(const CommCostModel& m, int nranks, CollType coll, size_t
   std::string best;
   double bestUs = 0;
   for (const char* name : names) {
-    double us = estimateCollectiveUs(m, nranks, args, name);
+    double us = usOf(m, nranks, args, name);
     if (best.empty() || us < bestUs) best = name, bestUs = us;
   }
   return best;
@@ -198,8 +208,8 @@ TEST(TunerRanking, ManyHostsTakeTreesBetweenHosts) {
   for (size_t count : {size_t(2), size_t(16384)}) {
     const std::string small = cheapestOf(across(64), 512, CollType::kAllReduce, count, names);
     EXPECT_TRUE(small == "Tree" || small == "HierarchicalTree") << small << " at " << count;
-    const double tree = estimateCollectiveUs(across(64), 512, argsOf(count), small.c_str());
-    EXPECT_LT(5 * tree, estimateCollectiveUs(across(64), 512, argsOf(count), "Hierarchical"));
+    const double tree = usOf(across(64), 512, argsOf(count), small.c_str());
+    EXPECT_LT(5 * tree, usOf(across(64), 512, argsOf(count), "Hierarchical"));
   }
   EXPECT_EQ(cheapestOf(across(4), 32, CollType::kAllReduce, 4u << 20, names), "Hierarchical");
   EXPECT_EQ(cheapestOf(across(256), 2048, CollType::kAllReduce, 4u << 20, names), "Tree");
@@ -218,16 +228,16 @@ TEST(TunerRanking, TreeAcrossHostsPricedByItsBusiestLinkAndItsDataPath) {
   m.ranksPerHost = 2;
   m.withinHost = defaultLinkCosts().shm;
   const size_t count = (16u << 20) / 4;
-  const double tree = estimateCollectiveUs(m, 4, argsOf(count), "Tree");
-  const double hierarchical = estimateCollectiveUs(m, 4, argsOf(count), "Hierarchical");
+  const double tree = usOf(m, 4, argsOf(count), "Tree");
+  const double hierarchical = usOf(m, 4, argsOf(count), "Hierarchical");
   EXPECT_NEAR(tree / hierarchical, 36.0 / 24, 0.25);
   EXPECT_EQ(cheapestOf(m, 4, CollType::kAllReduce, count, names), "Hierarchical");
   m.hosts = 4;
   m.oversubscribe = 4;
   m.cost.gbps = 0.239;  // one TCP stream over a 2 Gbit/s link
-  const double ring = estimateCollectiveUs(m, 8, argsOf(count), "Ring");
-  const double tree4 = estimateCollectiveUs(m, 8, argsOf(count), "Tree");
-  const double hierarchical4 = estimateCollectiveUs(m, 8, argsOf(count), "Hierarchical");
+  const double ring = usOf(m, 8, argsOf(count), "Ring");
+  const double tree4 = usOf(m, 8, argsOf(count), "Tree");
+  const double hierarchical4 = usOf(m, 8, argsOf(count), "Hierarchical");
   EXPECT_LT(hierarchical4, ring);
   EXPECT_LT(ring, tree4);
 }
@@ -252,9 +262,9 @@ TEST(TunerRanking, OneRankCostsOnlyTheCopy) {
   args.elemSize = 4;
   int buffer;
   args.sendbuff = args.recvbuff = &buffer;
-  EXPECT_EQ(estimateCollectiveUs(m, 1, args, "Self"), 0);
+  EXPECT_EQ(usOf(m, 1, args, "Self"), 0);
   args.recvbuff = nullptr;
-  EXPECT_GT(estimateCollectiveUs(m, 1, args, "Self"), 0);
+  EXPECT_GT(usOf(m, 1, args, "Self"), 0);
 }
 
 PeerInfo peer(int rank, uint64_t host, uint64_t process) {
