@@ -75,6 +75,8 @@ struct AlgorithmTraits {
   const char* name;  ///< NCCL_ALGO's word, the logs' and the flight recorder's name
   WireProtocol protocol = WireProtocol::kSimple;
   Preference preference = Preference::kRanked;
+  /// The fewest ranks it runs on (its supports() refuses fewer; the tuner leaves them to others).
+  int fewestRanks = 2;
   CostModelShapes cost{};
 };
 

@@ -50,6 +50,7 @@ ncclResult_t sendTerm(Context& ctx, const CollArgs& args, int to, const void* da
 // the fold-in and fold-out steps.
 const AlgorithmTraits kTraits{
     .name = "RecursiveDoubling",
+    .fewestRanks = 3,  // two ranks are Direct's
     .cost = {.shared = {0, 0, 1, 0.9, 0.95, 0, 0, true, kEachStep, kEachStep},
              .dedicated = CostShape{0, 0, 1, 0.30, 0.75, 0, 0, true, kEachStep, kEachStep},
              .tcp = CostShape{0, 0, 1, 0.94, 1.3, 0, 0, true, kEachStep, kEachStep},
@@ -61,7 +62,8 @@ class RecursiveDoublingAllReduce : public Algorithm {
 
   // At two ranks recursive doubling is Direct's one exchange: left to Direct.
   bool supports(const CollArgs& args, const Context& ctx) const override {
-    return args.coll == CollType::kAllReduce && ctx.nranks() > 2 && ctx.team.allPairsConnected();
+    return args.coll == CollType::kAllReduce && ctx.nranks() >= kTraits.fewestRanks &&
+           ctx.team.allPairsConnected();
   }
 
   ncclResult_t run(const CollArgs& args, Context& ctx) const override {

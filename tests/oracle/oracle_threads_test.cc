@@ -2,6 +2,7 @@
 // transport when BRAID_TRANSPORTS forces it, so the whole algorithm x transport grid runs here:
 // every dtype x op at small counts on 1, 2, 3 and 5 ranks; a subset at many chunks on 4 and 8
 // ranks; 16 MiB float32 and bfloat16 sums a few times.
+#include "algorithms/algorithm_registry.h"
 #include "oracle/oracle_grid.h"
 
 namespace braid::oracle {
@@ -19,10 +20,16 @@ std::vector<GridPoint> smallGrid() {
   std::vector<GridPoint> out;
   for (const char* transport : {"local", "shm", "tcp"}) {
     out.push_back({"Ring", transport, 1});  // one rank: no algorithm runs, only pre/post ops
-    for (const char* algo : {"Ring", "Tree", "Direct", "TwoShot", "Rabenseifner"})
-      for (int n : {2, 3, 5}) out.push_back({algo, transport, n});
-    // Recursive doubling from 3 ranks (2 are Direct's): 3 and 5 fold one rank in and out.
-    for (int n : {3, 5}) out.push_back({"RecursiveDoubling", transport, n});
+    // Every registered allreduce the tuner ranks on one host, from the registry: a new one is
+    // in the grid by its registration line. (Recursive doubling from 3 ranks: 3 and 5 fold one
+    // rank in and out. ZeroCopy, LowLatency and the hierarchical ones need registered buffers,
+    // small messages or hosts: their own grids below and in the processes' tests.)
+    for (const Algorithm* a : algorithmsFor(CollType::kAllReduce)) {
+      const AlgorithmTraits& t = a->traits();
+      if (t.preference != Preference::kRanked || t.cost.formula != CostFormula::kSteps) continue;
+      for (int n : {2, 3, 5})
+        if (n >= t.fewestRanks) out.push_back({t.name, transport, n});
+    }
   }
   // Threads share the address space: registered memory of any kind is read in place.
   for (int n : {2, 3, 5}) out.push_back({"ZeroCopy", "local", n, Registration::kRegister});
