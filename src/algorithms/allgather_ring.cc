@@ -1,8 +1,8 @@
 // Ring allgather: every rank's block travels n-1 hops around the ring; each rank copies a block
 // into its place in the output while forwarding it. Blocks go in slot-sized pieces; across
-// hosts, large blocks go half on each of two rings (twoRingsPay).
+// hosts, large blocks go half on each of two rings (ring_channels.h).
 #include "algorithms/algorithm_registry.h"
-#include "algorithms/ring_schedules.h"
+#include "algorithms/ring_channels.h"
 
 namespace braid {
 namespace {
@@ -20,24 +20,15 @@ class RingAllGather : public Algorithm {
     auto* out = static_cast<char*>(args.recvbuff);
     const auto* in = static_cast<const char*>(args.sendbuff);
     const size_t block = args.count, es = args.elemSize;
-    if (!twoRingsPay(ctx, block * es))
-      return subRingAllGather(
-          ctx, args, communicatorRing(ctx), 1,
-          [&](int owner, int) {
-            return Span{out + owner * block * es, block};
+    // Each channel moves its slice of every block.
+    return runRingChannels(ctx, block * es, block, [&](const RingChannel& c) {
+      return SubRingAllGatherSteps(
+          ctx, args, c.ring, 1,
+          [&, c](int owner, int) {
+            return Span{out + (owner * block + c.first) * es, c.count};
           },
-          [&](int) { return in; });
-    // Across hosts, the first half of every block on the first ring, the rest on the second.
-    const size_t half = firstHalf(block);
-    auto firstWhere = [&](int owner, int) { return Span{out + owner * block * es, half}; };
-    auto secondWhere = [&](int owner, int) {
-      return Span{out + (owner * block + half) * es, block - half};
-    };
-    auto firstOwn = [&](int) { return in; };
-    auto secondOwn = [&](int) { return in + half * es; };
-    SubRingAllGatherSteps a(ctx, args, communicatorRing(ctx), 1, firstWhere, firstOwn);
-    SubRingAllGatherSteps b(ctx, args, communicatorSecondRing(ctx), 1, secondWhere, secondOwn);
-    return runSideBySide(a, b);
+          [&, c](int) { return in + c.first * es; });
+    });
   }
 };
 

@@ -8,7 +8,7 @@
 #include "algorithms/algorithm_registry.h"
 #include "algorithms/primitives.h"
 #include "algorithms/ring_allreduce.h"
-#include "algorithms/ring_schedules.h"
+#include "algorithms/ring_channels.h"
 
 namespace braid {
 namespace {
@@ -149,24 +149,17 @@ class RingAllReduce : public Algorithm {
   }
 
   ncclResult_t run(const CollArgs& args, Context& ctx) const override {
-    const patterns::Ring ring = ctx.team.ring();
     const int n = ctx.nranks();
     const auto* in = static_cast<const char*>(args.sendbuff);
     auto* out = static_cast<char*>(args.recvbuff);
-    const size_t bytes = args.count * args.elemSize;
-    // A step of one ring carries a chunk of bytes / n.
-    if (!twoRingsPay(ctx, bytes / static_cast<size_t>(n)))
-      return ringAllReduceSchedule(ctx, args, ring, n, ring.prev(), ring.next(), in, out,
-                                   args.count);
-    // Half the message on each ring (the first half a multiple of 64 elements), one step of
-    // each in turn: every step waits only on earlier steps of its own ring (the rings share no
-    // connection), so neither ring can wait on the other.
-    const size_t half = firstHalf(args.count), es = args.elemSize;
-    const patterns::Ring second = ctx.team.secondRing();
-    RingAllReduceSteps a(ctx, args, ring, n, ring.prev(), ring.next(), in, out, half);
-    RingAllReduceSteps b(ctx, args, second, n, second.prev(), second.next(), in + half * es,
-                         out + half * es, args.count - half);
-    return runSideBySide(a, b);
+    const size_t es = args.elemSize;
+    // A step of one ring carries a chunk of bytes / n; each channel reduces its slice of the
+    // message around its ring.
+    return runRingChannels(
+        ctx, args.count * es / static_cast<size_t>(n), args.count, [&](const RingChannel& c) {
+          return RingAllReduceSteps(ctx, args, c.ring.ring, n, c.ring.prev, c.ring.next,
+                                    in + c.first * es, out + c.first * es, c.count);
+        });
   }
 };
 
@@ -176,8 +169,7 @@ ncclResult_t ringAllReduceSchedule(Context& ctx, const CollArgs& args, const pat
                                    int n, int prev, int next, const char* in, char* out,
                                    size_t count) {
   RingAllReduceSteps steps(ctx, args, ring, n, prev, next, in, out, count);
-  while (!steps.done()) BRAID_TRY(steps.step());
-  return steps.finish();
+  return runToEnd(steps);
 }
 
 const Algorithm* ringAllReduce() {

@@ -1,10 +1,10 @@
 // Ring broadcast: the root's data flows around the ring starting at the root, in slot-sized
 // chunks, each rank copying a chunk into its output while forwarding it (one pass). Across
-// hosts, a large message goes half down each of two rings (twoRingsPay).
+// hosts, a large message goes half down each of two rings (ring_channels.h).
 
 #include "algorithms/algorithm_registry.h"
 #include "algorithms/broadcast_pipeline.h"
-#include "algorithms/ring_schedules.h"
+#include "algorithms/ring_channels.h"
 
 namespace braid {
 namespace {
@@ -24,15 +24,12 @@ class RingBroadcast : public Algorithm {
     auto* dst = static_cast<char*>(args.recvbuff);
     const size_t es = args.elemSize;
     return withRollCall(ctx, args, [&]() -> ncclResult_t {
-      if (!twoRingsPay(ctx, args.count * es))
-        return subRingBroadcast(ctx, args, communicatorRing(ctx), args.root, src, dst, args.count);
-      // Across hosts, the first half down the host-ordered ring's chain, the rest down the
-      // second ring's (the input is only the root's: elsewhere it may be null).
-      const size_t half = firstHalf(args.count);
-      SubRingBroadcastSteps a(ctx, args, communicatorRing(ctx), args.root, src, dst, half);
-      SubRingBroadcastSteps b(ctx, args, communicatorSecondRing(ctx), args.root,
-                              offsetOrNull(src, half, es), dst + half * es, args.count - half);
-      return runSideBySide(a, b);
+      // Each channel's slice down its ring's chain (the input is only the root's: elsewhere
+      // it may be null).
+      return runRingChannels(ctx, args.count * es, args.count, [&](const RingChannel& c) {
+        return SubRingBroadcastSteps(ctx, args, c.ring, args.root, offsetOrNull(src, c.first, es),
+                                     dst + c.first * es, c.count);
+      });
     });
   }
 };

@@ -1,8 +1,8 @@
 // Ring reduce: partial results travel along the ring from the rank after the root to the root,
 // each rank adding its contribution; the root applies the post-op (avg) and writes its output.
-// Across hosts, a large message goes half up each of two rings (twoRingsPay).
+// Across hosts, a large message goes half up each of two rings (ring_channels.h).
 #include "algorithms/algorithm_registry.h"
-#include "algorithms/ring_schedules.h"
+#include "algorithms/ring_channels.h"
 
 namespace braid {
 namespace {
@@ -21,15 +21,12 @@ class RingReduce : public Algorithm {
     const auto* src = static_cast<const char*>(args.sendbuff);
     auto* dst = static_cast<char*>(args.recvbuff);
     const size_t es = args.elemSize;
-    if (!twoRingsPay(ctx, args.count * es))
-      return subRingReduce(ctx, args, communicatorRing(ctx), args.root, src, dst, args.count);
-    // Across hosts, the first half up the host-ordered ring's chain, the rest up the second
-    // ring's (the output is only the root's: elsewhere it may be null).
-    const size_t half = firstHalf(args.count);
-    SubRingReduceSteps a(ctx, args, communicatorRing(ctx), args.root, src, dst, half);
-    SubRingReduceSteps b(ctx, args, communicatorSecondRing(ctx), args.root, src + half * es,
-                         offsetOrNull(dst, half, es), args.count - half);
-    return runSideBySide(a, b);
+    // Each channel's slice up its ring's chain (the output is only the root's: elsewhere it
+    // may be null).
+    return runRingChannels(ctx, args.count * es, args.count, [&](const RingChannel& c) {
+      return SubRingReduceSteps(ctx, args, c.ring, args.root, src + c.first * es,
+                                offsetOrNull(dst, c.first, es), c.count);
+    });
   }
 };
 

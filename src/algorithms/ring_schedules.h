@@ -29,27 +29,6 @@ inline SubRing communicatorRing(const Context& ctx) {
   return {ring, ctx.nranks(), ctx.rank(), ring.prev(), ring.next()};
 }
 
-/// The communicator's second ring (Team::secondRing: each host's ranks in reverse order), which
-/// exists across hosts unless BRAID_RINGS=1; labels ranks.
-inline SubRing communicatorSecondRing(const Context& ctx) {
-  const patterns::Ring ring = ctx.team.secondRing();
-  return {ring, ctx.nranks(), ctx.rank(), ring.prev(), ring.next()};
-}
-
-/// Whether a ring schedule whose steps would each carry `stepBytes` on one ring runs half of
-/// every step on each of two rings (NCCL's channels): only across hosts, where the second ring
-/// sends to other hosts from other ranks than the first, and only from a slot's worth a step
-/// up, since below it the second ring would add steps, not bandwidth.
-inline bool twoRingsPay(const Context& ctx, size_t stepBytes) {
-  return !ctx.team.secondRingOrder.empty() && stepBytes >= ctx.config.slotBytes;
-}
-
-/// The first of two halves of `count` elements: a multiple of 64 elements, so that both halves
-/// start where the vector kernels' blocks do.
-inline size_t firstHalf(size_t count) {
-  return count / 2 / 64 * 64;
-}
-
 /// A block of a ring schedule: where it is and how many elements it has (ConstSpan: in
 /// the caller's input).
 struct Span {
@@ -106,7 +85,7 @@ struct RingPassCursor {
 /// (a Span; the same lengths on every member), this rank's own blocks are copied there from
 /// own(g) first (the same address: already in place). Groups run one after another per piece,
 /// each a plain ring pass, so no FIFO ever holds more than one pass's slots. One primitive per
-/// step(), so that two rings can run side by side from one thread (runSideBySide).
+/// step(), so that channels can run side by side from one thread (ring_channels.h).
 template <class Where, class Own>
 class SubRingAllGatherSteps {
  public:
@@ -202,41 +181,26 @@ class SubRingReduceScatterSteps {
   RingPassCursor at_;
 };
 
-/// Runs schedules (done(), step(), finish()) one step of each in turn until all are done: rings
-/// that share no connection in the same direction, so that no step waits on another ring's.
-template <class... Steps>
-ncclResult_t runSideBySide(Steps&... steps) {
-  for (bool any = true; any;) {
-    any = false;
-    ncclResult_t r = ncclSuccess;
-    auto one = [&](auto& s) {
-      if (r != ncclSuccess || s.done()) return;
-      any = true;
-      r = s.step();
-    };
-    (one(steps), ...);
-    BRAID_TRY(r);
-  }
-  ncclResult_t r = ncclSuccess;
-  auto finish = [&](auto& s) {
-    if (r == ncclSuccess) r = s.finish();
-  };
-  (finish(steps), ...);
-  return r;
+/// Runs one schedule (done(), step(), finish()) to its end: a ring of its own, or one level of
+/// the hierarchical schedules (several channels: ring_channels.h).
+template <class Steps>
+ncclResult_t runToEnd(Steps& steps) {
+  while (!steps.done()) BRAID_TRY(steps.step());
+  return steps.finish();
 }
 
 template <class Where, class Own>
 ncclResult_t subRingAllGather(Context& ctx, const CollArgs& args, const SubRing& r, int groups,
                               const Where& where, const Own& own) {
   SubRingAllGatherSteps<const Where&, const Own&> steps(ctx, args, r, groups, where, own);
-  return runSideBySide(steps);
+  return runToEnd(steps);
 }
 
 template <class Src, class Dst>
 ncclResult_t subRingReduceScatter(Context& ctx, const CollArgs& args, const SubRing& r, int groups,
                                   const Src& src, const Dst& dst) {
   SubRingReduceScatterSteps<const Src&, const Dst&> steps(ctx, args, r, groups, src, dst);
-  return runSideBySide(steps);
+  return runToEnd(steps);
 }
 
 /// Broadcast along `r` from member `from`: `len` elements from `src` (at `from`) into `dst` on
@@ -287,13 +251,13 @@ class SubRingReduceSteps {
 inline ncclResult_t subRingBroadcast(Context& ctx, const CollArgs& args, const SubRing& r, int from,
                                      const char* src, char* dst, size_t len) {
   SubRingBroadcastSteps steps(ctx, args, r, from, src, dst, len);
-  return runSideBySide(steps);
+  return runToEnd(steps);
 }
 
 inline ncclResult_t subRingReduce(Context& ctx, const CollArgs& args, const SubRing& r, int to,
                                   const char* src, char* dst, size_t len) {
   SubRingReduceSteps steps(ctx, args, r, to, src, dst, len);
-  return runSideBySide(steps);
+  return runToEnd(steps);
 }
 
 /// `p` + `elems` elements of `es` bytes, or nullptr where `p` is (a buffer a rank does not use,
