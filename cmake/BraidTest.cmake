@@ -41,6 +41,7 @@
 # (the ones made here, and DEPENDS): `cmake --build build --target braid_tests_multirank`.
 include_guard(GLOBAL)
 include(GoogleTest)
+option(BRAID_UNITY_TESTS "Compile each test program's sources in batches (unity build)" ON)
 
 function(braid_add_test name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "NO_GTEST;NO_TESTS"
@@ -67,6 +68,19 @@ function(braid_add_test name)
       set(arg_OUTPUT_DIR ${CMAKE_BINARY_DIR}/tests)
     endif()
     set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${arg_OUTPUT_DIR})
+    # A program of several C++ sources compiles as batches of up to eight: each source spends
+    # most of its ~7 s parsing GoogleTest and the library's headers. BRAID_UNITY_TESTS=OFF
+    # compiles them one by one (a compile error then names its own source's unit).
+    set(cxx_only TRUE)
+    foreach(source ${arg_SOURCES})
+      if(NOT source MATCHES "\\.cc$")
+        set(cxx_only FALSE)
+      endif()
+    endforeach()
+    list(LENGTH arg_SOURCES nsources)
+    if(BRAID_UNITY_TESTS AND cxx_only AND nsources GREATER 1)
+      set_target_properties(${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+    endif()
   endif()
   if(arg_NO_TESTS)
     return()

@@ -16,7 +16,7 @@
 namespace braid::kernels::device {
 namespace {
 
-constexpr unsigned char kPoison = 0xA5;
+constexpr unsigned char kP2pPoison = 0xA5;
 
 /// Small slots, so that every size here crosses several chunks and slot reuses.
 FifoShape smallFifos() {
@@ -62,7 +62,7 @@ class P2pWorld {
       sendBufs.emplace_back(msg.offset + msg.bytes + 1);
       for (std::size_t i = 0; i < msg.bytes; ++i)
         sendBufs.back()[msg.offset + i] = byteOf(msg.from, msg.to, tag, i);
-      recvBufs.emplace_back(msg.offset + recvBytes + 1, kPoison);
+      recvBufs.emplace_back(msg.offset + recvBytes + 1, kP2pPoison);
       P2pItem send;
       send.src = sendBufs.back().data() + msg.offset;
       send.bytes = msg.bytes;
@@ -92,7 +92,7 @@ class P2pWorld {
       for (std::size_t i = 0; i < got.size(); ++i) {
         const bool inside = same && i >= msg.offset && i < msg.offset + msg.bytes;
         const unsigned char want = inside ? byteOf(msg.from, msg.to, tags[m], i - msg.offset)
-                                          : kPoison;  // outside, or a mismatch: untouched
+                                          : kP2pPoison;  // outside, or a mismatch: untouched
         if (got[i] != want) {
           ADD_FAILURE() << "message " << m << " (" << msg.from << " -> " << msg.to << ", "
                         << msg.bytes << " B at offset " << msg.offset << "): byte " << i << " is "

@@ -16,8 +16,9 @@ namespace braid::kernels::device {
 namespace {
 
 constexpr int kThreadCounts[] = {1, 3, 32, 256, 512};
-constexpr std::size_t kGuard = 64;  // bytes before and after every buffer that must stay poisoned
-constexpr unsigned char kPoison = 0xA5;
+constexpr std::size_t kVectorGuard =
+    64;  // bytes before and after every buffer that must stay poisoned
+constexpr unsigned char kVectorPoison = 0xA5;
 
 /// The sizes a block's loops split differently: empty, below one pack, around one pack, around
 /// one unrolled round of the block, primes.
@@ -32,9 +33,9 @@ struct Guarded {
   std::vector<unsigned char> storage;
   std::size_t offset;
   Guarded(std::size_t bytes, std::size_t offset_)
-      : storage(bytes + 2 * kGuard + 64 + 64, kPoison), offset(offset_) {}
+      : storage(bytes + 2 * kVectorGuard + 64 + 64, kVectorPoison), offset(offset_) {}
   unsigned char* data() {
-    const auto base = reinterpret_cast<std::uintptr_t>(storage.data()) + kGuard;
+    const auto base = reinterpret_cast<std::uintptr_t>(storage.data()) + kVectorGuard;
     return reinterpret_cast<unsigned char*>((base + 63) / 64 * 64 + offset);
   }
   /// Whether the guards (every byte outside [data, data + bytes)) still hold the poison.
@@ -42,7 +43,7 @@ struct Guarded {
     const unsigned char* d = data();
     for (std::size_t i = 0; i < storage.size(); ++i) {
       const unsigned char* at = storage.data() + i;
-      if ((at < d || at >= d + bytes) && *at != kPoison) return false;
+      if ((at < d || at >= d + bytes) && *at != kVectorPoison) return false;
     }
     return true;
   }

@@ -14,7 +14,7 @@ namespace {
 
 using test::RankContext;
 
-bool contains(const std::string& text, const std::string& part) {
+bool containsText(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
@@ -108,9 +108,9 @@ TEST(GradSyncHook, FailureOnOneRankFailsEveryRank) {
         if (std::chrono::steady_clock::now() - start > std::chrono::seconds(10))
           ctx.fail("finish took more than 10 s");
         const std::string e = sync.lastError();
-        if (!contains(e, "rank 1") || !contains(e, "comm hook"))
+        if (!containsText(e, "rank 1") || !containsText(e, "comm hook"))
           ctx.fail("error does not name rank 1's hook: " + e);
-        if (failHere && throws && !contains(e, "hook exploded"))
+        if (failHere && throws && !containsText(e, "hook exploded"))
           ctx.fail("the exception's text is lost: " + e);
         if (sync.markReady(0) == ncclSuccess) ctx.fail("the object stayed usable");
       }
@@ -191,7 +191,7 @@ TEST(GradSyncParameters, VerifyNamesParameterRanksAndValues) {
       const std::string e = sync.lastError();
       for (const char* part : {"parameter 1 ('w1')", "rank(s) 1, 2", "rank 1 element 5 = 0.5",
                                "rank 2 element 2 = -0.25", "rank 0 has 0"})
-        if (!contains(e, part)) ctx.fail(std::string("error lacks '") + part + "': " + e);
+        if (!containsText(e, part)) ctx.fail(std::string("error lacks '") + part + "': " + e);
       // A failed check leaves the object usable.
       if (sync.verifyParametersEqual({refs[0]}) != ncclSuccess)
         ctx.fail("verify of the equal parameter 0 failed: " + sync.lastError());

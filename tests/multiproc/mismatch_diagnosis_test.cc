@@ -16,10 +16,10 @@
 namespace braid::test {
 namespace {
 
-constexpr double kTimeoutS = 5;
-constexpr double kSlackS = 2.5;
+constexpr double kDiagnosisTimeoutS = 5;
+constexpr double kDiagnosisSlackS = 2.5;
 
-double now() {
+double secondsNow() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
@@ -59,10 +59,10 @@ TEST_P(Mismatch, EveryRankGetsAnError) {
         if (!comm) return;
         const int side = ctx.rank() == 0 ? 0 : 1;
         std::vector<double> buf(std::max(d.count[0], d.count[1]), 1.0);
-        double start = now();
+        double start = secondsNow();
         ncclResult_t r = ncclAllReduce(buf.data(), buf.data(), d.count[side], d.dtype[side],
                                        d.op[side], comm, nullptr);
-        ctx.report("seconds", std::to_string(now() - start));
+        ctx.report("seconds", std::to_string(secondsNow() - start));
         if (r == ncclSuccess) {
           ctx.fail("the mismatched allreduce succeeded");
         } else {
@@ -74,7 +74,7 @@ TEST_P(Mismatch, EveryRankGetsAnError) {
   BRAID_EXPECT_ALL_RANKS_OK(report);
   for (const std::string& s : report.valuesOf("seconds")) {
     ASSERT_FALSE(s.empty()) << report.describe();
-    EXPECT_LE(std::stod(s), kTimeoutS + kSlackS) << report.describe();
+    EXPECT_LE(std::stod(s), kDiagnosisTimeoutS + kDiagnosisSlackS) << report.describe();
   }
 }
 
@@ -105,18 +105,20 @@ TEST(Absent, ARankThatAbortsLeavesTheOthersWithATimeout) {
         if (!comm) return;
         if (ctx.rank() == 0) {
           ncclCommAbort(comm);
-          std::this_thread::sleep_for(std::chrono::duration<double>(kCallTimeoutS + kSlackS + 1));
+          std::this_thread::sleep_for(
+              std::chrono::duration<double>(kCallTimeoutS + kDiagnosisSlackS + 1));
           return;
         }
         if (braidCommSetTimeout(comm, kCallTimeoutS) != ncclSuccess)
           ctx.fail(std::string("braidCommSetTimeout: ") + ncclGetLastError(comm));
         std::vector<float> buf(100000, 1.0f);
-        double start = now();
+        double start = secondsNow();
         ncclResult_t r =
             ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat32, ncclSum, comm, nullptr);
-        double seconds = now() - start;
+        double seconds = secondsNow() - start;
         if (r == ncclSuccess) ctx.fail("allreduce without rank 0 succeeded");
-        if (seconds > kCallTimeoutS + kSlackS) ctx.fail("waited " + std::to_string(seconds) + " s");
+        if (seconds > kCallTimeoutS + kDiagnosisSlackS)
+          ctx.fail("waited " + std::to_string(seconds) + " s");
         ctx.report("error", ncclGetLastError(comm));
         ncclCommAbort(comm);
       },
@@ -239,9 +241,9 @@ TEST_P(NamedMismatch, TheDetectingRankNamesBothCalls) {
         if (v[k] != 30 + 3 * k) ctx.fail("agreeing allreduce: wrong element " + std::to_string(k));
     }
     std::vector<double> buf(8192, 1.0);
-    double start = now();
+    double start = secondsNow();
     ncclResult_t r = issue(n.call[ctx.rank()], buf, comm);
-    ctx.report("seconds", std::to_string(now() - start));
+    ctx.report("seconds", std::to_string(secondsNow() - start));
     ctx.report("result", std::to_string(r));
     ctx.report("error", r == ncclSuccess ? "" : ncclGetLastError(comm));
     // Every rank leaves with destroy, which delivers what it already sent (over TCP it may still
@@ -271,7 +273,7 @@ TEST_P(NamedMismatch, TheDetectingRankNamesBothCalls) {
                       << errors[1] << "\n  " << errors[2] << "\n"
                       << report.describe();
   for (const std::string& s : report.valuesOf("seconds"))
-    EXPECT_LE(std::stod(s), 4 + kSlackS) << report.describe();
+    EXPECT_LE(std::stod(s), 4 + kDiagnosisSlackS) << report.describe();
 }
 
 std::vector<NamedCase> namedCases() {
@@ -321,11 +323,11 @@ TEST_P(StallOnlyMismatch, IsNamedLongBeforeTheDeadline) {
       ncclCommAbort(comm);
       return;
     }
-    double start = now();
+    double start = secondsNow();
     ncclResult_t r = ctx.rank() == 3
                          ? ncclBroadcast(v.data(), v.data(), v.size(), ncclInt32, 0, comm, 0)
                          : ncclAllReduce(v.data(), v.data(), v.size(), ncclInt32, ncclSum, comm, 0);
-    ctx.report("seconds", std::to_string(now() - start));
+    ctx.report("seconds", std::to_string(secondsNow() - start));
     if (r == ncclSuccess) ctx.fail("the mismatched call succeeded");
     ctx.report("error", r == ncclSuccess ? "" : ncclGetLastError(comm));
     ncclCommAbort(comm);

@@ -33,7 +33,7 @@ int connectToRoot(const SockAddr& root) {
 }
 
 // True when the peer closed the connection within `seconds` (reads until EOF or error).
-bool closedByPeer(int fd, double seconds) {
+bool strangerClosedByPeer(int fd, double seconds) {
   auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < until) {
     pollfd p{fd, POLLIN, 0};
@@ -105,9 +105,9 @@ TEST(BootstrapRoot, StrangersAreRejectedWhileRanksFormTheCommunicator) {
   int silentFd = connectToRoot(root);
   ASSERT_GE(silentFd, 0);
 
-  EXPECT_TRUE(closedByPeer(randomFd, 5)) << "random bytes were not refused";
-  EXPECT_TRUE(closedByPeer(wrongSecretFd, 5)) << "a wrong secret was not refused";
-  EXPECT_TRUE(closedByPeer(wrongNonceFd, 5)) << "a wrong nonce was not refused";
+  EXPECT_TRUE(strangerClosedByPeer(randomFd, 5)) << "random bytes were not refused";
+  EXPECT_TRUE(strangerClosedByPeer(wrongSecretFd, 5)) << "a wrong secret was not refused";
+  EXPECT_TRUE(strangerClosedByPeer(wrongNonceFd, 5)) << "a wrong nonce was not refused";
 
   // 5: one more stranger knocking while the ranks arrive.
   std::thread knocker([&] {
@@ -125,7 +125,7 @@ TEST(BootstrapRoot, StrangersAreRejectedWhileRanksFormTheCommunicator) {
   knocker.join();
   BRAID_EXPECT_ALL_RANKS_OK(report);
   // Once every rank is in, the root drops whoever is still pending.
-  EXPECT_TRUE(closedByPeer(silentFd, 5)) << "the silent stranger is still connected";
+  EXPECT_TRUE(strangerClosedByPeer(silentFd, 5)) << "the silent stranger is still connected";
   for (int fd : {randomFd, wrongSecretFd, wrongNonceFd, silentFd}) close(fd);
 }
 
@@ -142,7 +142,7 @@ TEST(BootstrapRoot, StrangersAloneDoNotFormACommunicator) {
   memset(noSecret.secret, 0, sizeof(noSecret.secret));
   int impostor = handshakeAs(root, noSecret, 2, 0);
   ASSERT_GE(impostor, 0);
-  EXPECT_TRUE(closedByPeer(impostor, 5));
+  EXPECT_TRUE(strangerClosedByPeer(impostor, 5));
   close(impostor);
   test::RunOptions options;
   options.id = id;

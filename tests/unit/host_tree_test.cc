@@ -15,7 +15,7 @@
 namespace braid::patterns {
 namespace {
 
-int ceilLog2(int n) {
+int hostCeilLog2(int n) {
   int bits = 0;
   while ((1 << bits) < n) bits++;
   return bits;
@@ -87,7 +87,7 @@ void expectHostTree(const std::vector<std::vector<int>>& hosts, int which) {
     EXPECT_EQ(within[g], static_cast<int>(hosts[g].size()) - 1) << "host " << g;
     EXPECT_LE(crossing[g], 3) << "host " << g;
   }
-  const int maxDepth = 2 * ceilLog2(h) + maxLocal - 1;
+  const int maxDepth = 2 * hostCeilLog2(h) + maxLocal - 1;
   for (int r = 0; r < n; r++) {
     int at = r, depth = 0;
     while (nodes[at].parent >= 0 && depth <= n) at = nodes[at].parent, depth++;

@@ -14,13 +14,13 @@ namespace braid {
 namespace {
 
 // Sets a variable for one test and restores what was there.
-class ScopedEnv {
+class VariableForTest {
  public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
+  VariableForTest(const char* name, const char* value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old, had_ = true;
     setenv(name, value, 1);
   }
-  ~ScopedEnv() {
+  ~VariableForTest() {
     if (had_)
       setenv(name_, old_.c_str(), 1);
     else
@@ -72,10 +72,10 @@ TEST(Settings, UnsetReadsTheDefault) {
 }
 
 TEST(Settings, SetValuesAreReadAndChecked) {
-  ScopedEnv rings("BRAID_RINGS", "1");
-  ScopedEnv timeout("BRAID_TIMEOUT_S", "0.25");
-  ScopedEnv connect("BRAID_CONNECT", "neighbours");
-  ScopedEnv slots("BRAID_NSLOTS", "0x10");
+  VariableForTest rings("BRAID_RINGS", "1");
+  VariableForTest timeout("BRAID_TIMEOUT_S", "0.25");
+  VariableForTest connect("BRAID_CONNECT", "neighbours");
+  VariableForTest slots("BRAID_NSLOTS", "0x10");
   EXPECT_EQ(settingInt(Setting::kRings), 1);
   EXPECT_EQ(settingDouble(Setting::kTimeoutS), 0.25);
   EXPECT_EQ(settingText(Setting::kConnect), "neighbours");
@@ -85,40 +85,40 @@ TEST(Settings, SetValuesAreReadAndChecked) {
 
 TEST(Settings, BadValuesAreRefusedByName) {
   {
-    ScopedEnv bad("BRAID_RINGS", "3");
+    VariableForTest bad("BRAID_RINGS", "3");
     EXPECT_EQ(checkSettings(), "BRAID_RINGS=3: must be an integer in [1, 2]");
     EXPECT_EQ(settingInt(Setting::kRings), 2);  // outside a creation: the default
   }
   {
-    ScopedEnv bad("BRAID_NSLOTS", "8 slots");
+    VariableForTest bad("BRAID_NSLOTS", "8 slots");
     EXPECT_EQ(checkSettings(), "BRAID_NSLOTS=8 slots: must be an integer in [2, 64]");
   }
   {
-    ScopedEnv bad("BRAID_TIMEOUT_S", "-1");
+    VariableForTest bad("BRAID_TIMEOUT_S", "-1");
     EXPECT_EQ(checkSettings(), "BRAID_TIMEOUT_S=-1: must be a number in [0, 1000000000]");
   }
   {
-    ScopedEnv bad("BRAID_CONNECT", "everyone");
+    VariableForTest bad("BRAID_CONNECT", "everyone");
     EXPECT_EQ(checkSettings(), "BRAID_CONNECT=everyone: must be one of auto|all|neighbours");
     EXPECT_EQ(settingText(Setting::kConnect), "auto");
   }
   {
-    ScopedEnv bad("BRAID_KERNEL_ISA", "sse");
+    VariableForTest bad("BRAID_KERNEL_ISA", "sse");
     EXPECT_EQ(checkSettings(), "BRAID_KERNEL_ISA=sse: must be one of avx512|avx2|scalar");
   }
   {
-    ScopedEnv bad("BRAID_RINGS", "1.5");
+    VariableForTest bad("BRAID_RINGS", "1.5");
     EXPECT_NE(checkSettings(), "");
   }
   {
-    ScopedEnv empty("BRAID_RINGS", "");  // a launcher's NAME=: unset
+    VariableForTest empty("BRAID_RINGS", "");  // a launcher's NAME=: unset
     EXPECT_EQ(checkSettings(), "");
     EXPECT_EQ(settingInt(Setting::kRings), 2);
   }
 }
 
 TEST(Settings, AnotherToolsVariableIsClampedNotRefused) {
-  ScopedEnv queues("CUDA_DEVICE_MAX_CONNECTIONS", "64");
+  VariableForTest queues("CUDA_DEVICE_MAX_CONNECTIONS", "64");
   EXPECT_EQ(checkSettings(), "");
   EXPECT_EQ(settingInt(Setting::kCudaDeviceMaxConnections), 32);
 }

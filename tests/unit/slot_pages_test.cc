@@ -22,7 +22,7 @@ namespace braid {
 namespace {
 
 constexpr uint32_t kSlots = 8;
-constexpr size_t kSlotBytes = 64 << 10;
+constexpr size_t kPagesSlotBytes = 64 << 10;
 constexpr size_t kLarge = 40000;  // ten pages
 const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
 
@@ -44,9 +44,10 @@ size_t pagesOf(size_t bytes) {
 // Unmaps every slot's pages, as a fresh allocation would have them (the allocator may have
 // handed out memory touched before).
 void dropSlotPages(FifoControl* c) {
-  ASSERT_EQ(madvise(fifoSlots(c), kSlots * kSlotBytes, MADV_DONTNEED), 0);
+  ASSERT_EQ(madvise(fifoSlots(c), kSlots * kPagesSlotBytes, MADV_DONTNEED), 0);
   for (uint32_t k = 0; k < kSlots; k++)
-    ASSERT_EQ(residentPages(fifoSlots(c) + k * kSlotBytes, kSlotBytes), 0u) << "slot " << k;
+    ASSERT_EQ(residentPages(fifoSlots(c) + k * kPagesSlotBytes, kPagesSlotBytes), 0u)
+        << "slot " << k;
 }
 
 std::string frame(const SlotInfo& info, char fill) {
@@ -54,7 +55,7 @@ std::string frame(const SlotInfo& info, char fill) {
          std::string(info.bytes, fill);
 }
 
-WaitPolicy testPolicy() {
+WaitPolicy pagesTestPolicy() {
   WaitPolicy p;
   p.spinIters = 100;
   p.timeoutS = 20;
@@ -64,11 +65,11 @@ WaitPolicy testPolicy() {
 TEST(SlotPages, AReceivedFrameMapsThatMuchOfEverySlotKeepingWhatTheyHold) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-  TcpReceivePump pump({sv[0]}, kSlots, kSlotBytes, /*peer=*/1, /*peerOnThisHost=*/true);
+  TcpReceivePump pump({sv[0]}, kSlots, kPagesSlotBytes, /*peer=*/1, /*peerOnThisHost=*/true);
   FifoReceiver rx;
   rx.attach(pump.fifo(), &pump, /*acceptsClaims=*/true, &pump);
   dropSlotPages(pump.fifo());
-  const WaitPolicy policy = testPolicy();
+  const WaitPolicy policy = pagesTestPolicy();
 
   // A small frame, kept unreleased in slot 0 while a larger one arrives.
   const SlotInfo small{100, 1, {1, 2, 3}}, large{kLarge, 3, {4, 5, 6}};
@@ -81,7 +82,7 @@ TEST(SlotPages, AReceivedFrameMapsThatMuchOfEverySlotKeepingWhatTheyHold) {
   pump.pull();
 
   for (uint32_t k = 0; k < kSlots; k++)
-    EXPECT_EQ(residentPages(fifoSlots(pump.fifo()) + k * kSlotBytes, kLarge), pagesOf(kLarge))
+    EXPECT_EQ(residentPages(fifoSlots(pump.fifo()) + k * kPagesSlotBytes, kLarge), pagesOf(kLarge))
         << "slot " << k << " after a " << kLarge << "-byte frame";
   EXPECT_EQ(std::string(static_cast<const char*>(rx.landedPayload(slot0)), small.bytes),
             std::string(small.bytes, 'a'))
@@ -101,15 +102,16 @@ TEST(SlotPages, ACopiedSlotMapsEverySlotALentOneNone) {
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
   int bufferBytes = 1 << 20;  // both frames fit: nothing needs a reader
   for (int fd : sv) setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufferBytes, sizeof(bufferBytes));
-  TcpSendEngine engine({sv[0]}, kSlots, kSlotBytes, /*inlineBytes=*/kSlotBytes, /*peer=*/1);
+  TcpSendEngine engine({sv[0]}, kSlots, kPagesSlotBytes, /*inlineBytes=*/kPagesSlotBytes,
+                       /*peer=*/1);
   FifoSender tx;
   tx.attach(engine.fifo(), &engine, /*acceptsLent=*/true, &engine);
   dropSlotPages(engine.fifo());
-  const WaitPolicy policy = testPolicy();
+  const WaitPolicy policy = pagesTestPolicy();
   auto slotsResident = [&] {
     size_t n = 0;
     for (uint32_t k = 0; k < kSlots; k++)
-      n += residentPages(fifoSlots(engine.fifo()) + k * kSlotBytes, kLarge);
+      n += residentPages(fifoSlots(engine.fifo()) + k * kPagesSlotBytes, kLarge);
     return n;
   };
 

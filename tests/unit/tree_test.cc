@@ -13,7 +13,7 @@
 namespace braid::patterns {
 namespace {
 
-constexpr int kMaxRanks = 130;
+constexpr int kTreeMaxRanks = 130;
 
 int ceilLog2(int n) {
   int bits = 0;
@@ -72,12 +72,12 @@ void expectWellFormed(const std::vector<TreeNode>& nodes, int which) {
 }
 
 TEST(DoubleBinaryTree, BothTreesAreWellFormedFor1To130Ranks) {
-  for (int n = 1; n <= kMaxRanks; n++)
+  for (int n = 1; n <= kTreeMaxRanks; n++)
     for (int which = 0; which < 2; which++) expectWellFormed(treeOf(n, which), which);
 }
 
 TEST(DoubleBinaryTree, TreeZeroIsTheBinaryTreeRootedAtZero) {
-  for (int n = 1; n <= kMaxRanks; n++) {
+  for (int n = 1; n <= kTreeMaxRanks; n++) {
     for (int r = 0; r < n; r++) {
       TreeNode a = binaryTree(r, n), b = doubleBinaryTree(r, n, 0);
       EXPECT_EQ(a.parent, b.parent);
@@ -92,7 +92,7 @@ TEST(DoubleBinaryTree, TreeZeroIsTheBinaryTreeRootedAtZero) {
 // leaves of the other, so no rank forwards the data of both halves. With an odd count exactly
 // one rank, rank 0, is interior in both (root of tree 0 and an inner node of tree 1).
 TEST(DoubleBinaryTree, InteriorWorkIsShared) {
-  for (int n = 3; n <= kMaxRanks; n++) {
+  for (int n = 3; n <= kTreeMaxRanks; n++) {
     std::vector<TreeNode> t0 = treeOf(n, 0), t1 = treeOf(n, 1);
     std::vector<int> interiorInBoth;
     for (int r = 0; r < n; r++)
@@ -130,7 +130,7 @@ TEST(DoubleBinaryTree, OneRankIsAloneInBothTrees) {
 // A communicator connects exactly these ranks; both sides must agree, or one side would wait
 // for a connection the other never makes.
 TEST(NeighbourRanks, CoverRingAndTreesAndAreSymmetric) {
-  for (int n = 1; n <= kMaxRanks; n++) {
+  for (int n = 1; n <= kTreeMaxRanks; n++) {
     std::vector<std::vector<int>> all;
     for (int r = 0; r < n; r++) all.push_back(neighbourRanks(r, n));
     for (int r = 0; r < n; r++) {
