@@ -194,17 +194,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::enqueue(c10d::OpType type, con
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::broadcast(std::vector<at::Tensor>& tensors,
                                                             const c10d::BroadcastOptions& opts) {
   CallTimeout callTimeout(opts.timeout);
-  const at::Tensor& t = singleTensor(tensors, "broadcast", "tensors");
+  const at::Tensor& t = singleTensor(tensors, "broadcast", "tensors", /*strided=*/true);
   checkRank(opts.rootRank, size_, "broadcast", "src");
   TORCH_CHECK_VALUE(opts.rootTensor == 0, "braid broadcast: rootTensor=", opts.rootTensor,
                     " (one tensor per rank: must be 0)");
   ncclDataType_t type = toBraidType(t.scalar_type(), "broadcast", false);
-  void* p = t.data_ptr();
+  const Strided data(t);
   size_t n = t.numel();
   int root = static_cast<int>(opts.rootRank);
   ncclComm_t comm = comm_;
-  return enqueue(c10d::OpType::BROADCAST, "broadcast", {t}, {},
-                 [=] { return ncclBroadcast(p, p, n, type, root, comm, nullptr); });
+  return enqueue(c10d::OpType::BROADCAST, "broadcast", {t}, {data.work}, [=] {
+    data.in();
+    void* p = data.work.data_ptr();
+    ncclResult_t r = ncclBroadcast(p, p, n, type, root, comm, nullptr);
+    if (r == ncclSuccess) data.out();
+    return r;
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allreduce(std::vector<at::Tensor>& tensors,
@@ -212,21 +217,21 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allreduce(std::vector<at::Tens
   CallTimeout callTimeout(opts.timeout);
   if (tensors.size() == 1 && tensors[0].defined() && tensors[0].is_sparse())
     return sparseAllreduce(tensors[0], opts);
-  const at::Tensor& t = singleTensor(tensors, "allreduce", "tensors");
-  ncclDataType_t type = toBraidType(t.scalar_type(), "allreduce", true);
-  BraidReduceOp op = toBraidOp(opts.reduceOp, "allreduce");
-  at::ScalarType dtype = t.scalar_type();
-  void* p = t.data_ptr();
-  size_t n = t.numel();
+  const at::Tensor& t = singleTensor(tensors, "allreduce", "tensors", /*strided=*/true);
+  const ReducePlan plan =
+      planReduction(toBraidOp(opts.reduceOp, "allreduce"), t.scalar_type(), "allreduce");
+  const Strided data(t);
   ncclComm_t comm = comm_;
+  const int world = size_, rank = rank_;
   // Shared bucket memory (shared_allocator.h) is registered before the call is queued.
   // Registration is local in Braid: each allreduce's ranks tell each other whether their
   // buffers are registered, and take ZeroCopy only when every rank's are.
-  registerSharedRange(comm, p, t.nbytes());
-  return enqueue(c10d::OpType::ALLREDUCE, "allreduce", {t}, {}, [=] {
-    return withReduceOp(op, dtype, comm, [&](ncclRedOp_t o) {
-      return ncclAllReduce(p, p, n, type, o, comm, nullptr);
-    });
+  registerSharedRange(comm, data.work.data_ptr(), data.work.nbytes());
+  return enqueue(c10d::OpType::ALLREDUCE, "allreduce", {t}, {data.work}, [=] {
+    data.in();
+    ncclResult_t r = runReduction(plan, data.work, comm, world, rank, /*root=*/-1);
+    if (r == ncclSuccess) data.out();
+    return r;
   });
 }
 
@@ -262,19 +267,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allreduce_coalesced(
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce(std::vector<at::Tensor>& tensors,
                                                          const c10d::ReduceOptions& opts) {
   CallTimeout callTimeout(opts.timeout);
-  const at::Tensor& t = singleTensor(tensors, "reduce", "tensors");
+  const at::Tensor& t = singleTensor(tensors, "reduce", "tensors", /*strided=*/true);
   checkRank(opts.rootRank, size_, "reduce", "dst");
-  ncclDataType_t type = toBraidType(t.scalar_type(), "reduce", true);
-  BraidReduceOp op = toBraidOp(opts.reduceOp, "reduce");
-  at::ScalarType dtype = t.scalar_type();
-  void* p = t.data_ptr();
-  size_t n = t.numel();
-  int root = static_cast<int>(opts.rootRank);
+  const ReducePlan plan =
+      planReduction(toBraidOp(opts.reduceOp, "reduce"), t.scalar_type(), "reduce");
+  const Strided data(t);
+  const int root = static_cast<int>(opts.rootRank), world = size_, rank = rank_;
   ncclComm_t comm = comm_;
-  return enqueue(c10d::OpType::REDUCE, "reduce", {t}, {}, [=] {
-    return withReduceOp(op, dtype, comm, [&](ncclRedOp_t o) {
-      return ncclReduce(p, p, n, type, o, root, comm, nullptr);
-    });
+  return enqueue(c10d::OpType::REDUCE, "reduce", {t}, {data.work}, [=] {
+    data.in();
+    ncclResult_t r = runReduction(plan, data.work, comm, world, rank, root);
+    if (r == ncclSuccess && rank == root) data.out();
+    return r;
   });
 }
 

@@ -34,22 +34,35 @@ ncclDataType_t toBraidType(at::ScalarType type, const char* call, bool forReduct
                    "uint8; bool for broadcast, all_gather, send and recv)");
 }
 
-void checkTensor(const at::Tensor& t, const char* call, const std::string& what) {
+void checkTensor(const at::Tensor& t, const char* call, const std::string& what, bool strided) {
   TORCH_CHECK_VALUE(t.defined(), "braid ", call, ": ", what, " is an undefined tensor");
   TORCH_CHECK_VALUE(t.device().is_cpu(), "braid ", call, ": ", what, " is on device ", t.device(),
                     "; the Braid backend takes CPU tensors only");
   TORCH_CHECK_VALUE(t.layout() == at::kStrided, "braid ", call, ": ", what, " has layout ",
                     t.layout(), "; only dense (strided) tensors are supported");
-  TORCH_CHECK_VALUE(t.is_contiguous(), "braid ", call, ": ", what, " is not contiguous (sizes ",
-                    t.sizes(), ", strides ", t.strides(), "); call .contiguous() first");
+  TORCH_CHECK_VALUE(strided || t.is_contiguous(), "braid ", call, ": ", what,
+                    " is not contiguous (sizes ", t.sizes(), ", strides ", t.strides(),
+                    "); call .contiguous() first");
 }
 
 const at::Tensor& singleTensor(const std::vector<at::Tensor>& tensors, const char* call,
-                               const char* what) {
+                               const char* what, bool strided) {
   TORCH_CHECK_VALUE(tensors.size() == 1, "braid ", call, ": ", what, " holds ", tensors.size(),
                     " tensors; the Braid backend takes exactly one per call");
-  checkTensor(tensors[0], call, std::string(what) + "[0]");
+  checkTensor(tensors[0], call, std::string(what) + "[0]", strided);
   return tensors[0];
+}
+
+Strided::Strided(const at::Tensor& t)
+    : tensor(t),
+      work(t.is_contiguous() ? t : at::empty_like(t, t.options(), at::MemoryFormat::Contiguous)) {}
+
+void Strided::in() const {
+  if (!work.is_same(tensor)) work.copy_(tensor);
+}
+
+void Strided::out() const {
+  if (!work.is_same(tensor)) tensor.copy_(work);
 }
 
 void checkRank(int64_t rank, int size, const char* call, const char* what) {

@@ -125,6 +125,95 @@ def check_premul_sum(rank, world):
             assert_same(out, scaled[rank * n:(rank + 1) * n], f"reduce_scatter {what}")
 
 
+BITWISE_DTYPES = [torch.int8, torch.uint8, torch.int32, torch.int64]
+BOOL_OPS = [RO.SUM, RO.PRODUCT, RO.MIN, RO.MAX, RO.BAND, RO.BOR, RO.BXOR]
+
+
+def bits_input(rank, n, dtype, salt=0):
+    """Every bit pattern of the dtype, different on every rank."""
+    g = torch.Generator().manual_seed(104729 * rank + 17 * n + salt)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, (n,), generator=g).bool()
+    info = torch.iinfo(dtype)
+    return torch.randint(info.min, info.max, (n,), generator=g, dtype=torch.int64).to(dtype)
+
+
+def reference_logical(inputs, op):
+    """What gloo computes: bitwise ops folded in rank order; bools as logical values (SUM and
+    MAX: or; PRODUCT and MIN: and)."""
+    acc = inputs[0].clone()
+    for x in inputs[1:]:
+        if op in (RO.BAND, RO.PRODUCT, RO.MIN):
+            acc = acc & x
+        elif op in (RO.BOR, RO.SUM, RO.MAX):
+            acc = acc | x
+        else:
+            acc = acc ^ x
+    return acc
+
+
+def check_gloo_parity(rank, world):
+    """What gloo computes that Braid once refused: bool reductions, BAND/BOR/BXOR on integers,
+    and all_reduce, reduce and broadcast of non-contiguous tensors (element by element)."""
+    for n in SIZES:
+        for op in BOOL_OPS:
+            inputs = [bits_input(r, n, torch.bool, salt=op_salt(op)) for r in range(world)]
+            t = inputs[rank].clone()
+            dist.all_reduce(t, op=op)
+            assert_same(t, reference_logical(inputs, op), f"all_reduce bool {op} n={n}")
+            assert t.view(torch.uint8).max().item() <= 1 if n else True  # real bools
+        for dtype in BITWISE_DTYPES:
+            for op in (RO.BAND, RO.BOR, RO.BXOR):
+                inputs = [bits_input(r, n, dtype, salt=op_salt(op)) for r in range(world)]
+                t = inputs[rank].clone()
+                dist.all_reduce(t, op=op)
+                assert_same(t, reference_logical(inputs, op), f"all_reduce {dtype} {op} n={n}")
+    for root in range(world):
+        for dtype, op in ((torch.bool, RO.SUM), (torch.bool, RO.BXOR), (torch.int32, RO.BXOR),
+                          (torch.uint8, RO.BAND)):
+            inputs = [bits_input(r, 1031, dtype, salt=root) for r in range(world)]
+            t = inputs[rank].clone()
+            dist.reduce(t, dst=root, op=op)
+            expected = reference_logical(inputs, op) if rank == root else inputs[rank]
+            assert_same(t, expected, f"reduce {dtype} {op} dst={root} rank {rank}")
+    # Strided: a transposed matrix, and every other element of a vector; the elements around
+    # the view's must stay as they were.
+    for dtype in (torch.float32, torch.int64, torch.bool):
+        for op in ((RO.SUM, RO.MAX) if dtype != torch.bool else (RO.SUM, RO.BXOR)):
+            inputs = [rank_input(r, 7 * 13, dtype, salt=5).view(7, 13) for r in range(world)]
+            base = inputs[rank].clone()
+            t = base.t()
+            assert not t.is_contiguous()
+            dist.all_reduce(t, op=op)
+            expected = (reference_logical([x.t() for x in inputs], op) if dtype == torch.bool
+                        else reference_reduce([x.t() for x in inputs], op, dtype))
+            assert_same(t.contiguous(), expected.contiguous(), f"all_reduce strided {dtype} {op}")
+        whole = [rank_input(r, 2 * 1031, dtype, salt=6) for r in range(world)]
+        mine = whole[rank].clone()
+        every_other = mine[::2]
+        dist.all_reduce(every_other, op=RO.MAX)
+        expected = (reference_logical([x[::2] for x in whole], RO.MAX) if dtype == torch.bool
+                    else reference_reduce([x[::2] for x in whole], RO.MAX, dtype))
+        assert_same(mine[::2].contiguous(), expected, f"all_reduce every other {dtype}")
+        assert_same(mine[1::2].contiguous(), whole[rank][1::2].contiguous(),
+                    f"all_reduce every other {dtype}: the elements between")
+        for root in range(world):
+            mine = whole[rank].clone()
+            dist.broadcast(mine[::2], src=root)
+            assert_same(mine[::2].contiguous(), whole[root][::2].contiguous(),
+                        f"broadcast every other {dtype} src={root}")
+            assert_same(mine[1::2].contiguous(), whole[rank][1::2].contiguous(),
+                        f"broadcast every other {dtype} src={root}: the elements between")
+            mine = whole[rank].clone()
+            dist.reduce(mine[::2], dst=root, op=RO.MAX)
+            if rank == root:
+                assert_same(mine[::2].contiguous(), expected, f"reduce every other {dtype}")
+
+
+def op_salt(op):
+    return [RO.SUM, RO.PRODUCT, RO.MIN, RO.MAX, RO.BAND, RO.BOR, RO.BXOR].index(op)
+
+
 def check_allreduce_coalesced(rank, world):
     inputs = [[rank_input(r, n, torch.float32, salt=1) for n in (5, 1031)] for r in range(world)]
     mine = [x.clone() for x in inputs[rank]]

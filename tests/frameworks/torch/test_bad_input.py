@@ -21,13 +21,17 @@ def _bad_input(rank, world):
     pg = dist.distributed_c10d._get_default_group()
     x = torch.ones(8)
     cases = [
-        (lambda: dist.all_reduce(torch.ones(4, 4).t()), ValueError, "is not contiguous"),
+        (lambda: dist.all_gather([torch.empty(4, 4)] * world, torch.ones(4, 4).t()), ValueError,
+         "is not contiguous"),
         (lambda: dist.all_reduce(torch.ones(4, dtype=torch.int16)), TypeError,
          "dtype Short is not supported"),
         # (The group itself: torch 2.x's dist.broadcast moves complex tensors as real views.)
         (lambda: pg.broadcast(torch.ones(4, dtype=torch.complex64), 0), TypeError,
          "dtype ComplexFloat is not supported"),
-        (lambda: dist.all_reduce(torch.ones(4, dtype=torch.bool)), TypeError,
+        (lambda: dist.all_reduce(torch.ones(4, dtype=torch.bool), op=RO.AVG), TypeError,
+         "torch.bool tensors cannot be averaged or scaled"),
+        (lambda: dist.reduce_scatter(torch.empty(4, dtype=torch.bool),
+                                     [torch.ones(4, dtype=torch.bool)] * world), TypeError,
          "torch.bool cannot be reduced"),
         # (Non-CPU tensors are refused the same way; torch 1.13's dispatcher routes only CPU and
         # CUDA tensors to a process group, and this CI has no CUDA.)
@@ -39,7 +43,8 @@ def _bad_input(rank, world):
          "Could not run 'c10d::broadcast_' with arguments from the 'SparseCPU' backend"),
         (lambda: dist.all_reduce(torch.ones(4).to_sparse(), op=RO.MAX), ValueError,
          "sparse tensors take SUM only"),
-        (lambda: dist.all_reduce(x, op=RO.BAND), ValueError, "reduce op 5 is not supported"),
+        (lambda: dist.all_reduce(x, op=RO.BAND), TypeError,
+         "BAND needs an integer or bool tensor, not Float"),
         (lambda: dist.broadcast(x, src=world + 3), ValueError,
          f"src={world + 3} is not a rank of this group"),
         (lambda: dist.all_gather([torch.empty(8)] * (world + 1), x), ValueError,
