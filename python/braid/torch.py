@@ -19,7 +19,22 @@ import warnings
 import torch
 import torch.distributed as dist
 
-from braid import _braid_torch
+try:
+    from braid import _braid_torch
+except ImportError as _missing:
+    import glob as _glob
+
+    _built = _glob.glob(os.path.join(os.path.dirname(__file__), "_braid_torch*.so"))
+    raise ImportError(
+        ("braid.torch: the PyTorch backend braid._braid_torch does not load with torch "
+         f"{torch.__version__} ({_missing}); it was built against another torch: reinstall "
+         "braid (pip install ./python) in this environment"
+         if _built else
+         "braid.torch: this braid was installed without its PyTorch backend "
+         "(braid._braid_torch): pip builds it against the torch of the environment it installs "
+         "into, torch 1.13 to 2.11; install torch first, then reinstall braid "
+         "(pip install ./python, or the wheel built for this torch). The in-tree build makes it "
+         "for the torch that tools/setup-frameworks installs.")) from _missing
 
 ProcessGroupBraid = _braid_torch.ProcessGroupBraid
 BACKEND_NAME = "braid"
