@@ -1,4 +1,5 @@
-"""Skips the whole folder, saying why, when torch or Braid's PyTorch extension is missing."""
+"""Skips the whole folder, saying why, when torch is missing; fails it when torch is there but
+Braid's PyTorch extension does not load (a backend that fails to load is broken, not absent)."""
 
 import pytest
 
@@ -12,18 +13,26 @@ def _why_unavailable():
         return f"torch is not installed for this interpreter ({e}); run tools/setup-frameworks"
     if not dist.is_available():
         return "this torch was built without torch.distributed"
+    return None
+
+
+def _why_broken():
     try:
         import braid.torch  # noqa: F401
     except ImportError as e:
-        return (f"Braid's PyTorch extension is not importable ({e}); build the target "
-                "braid_torch_extension and set PYTHONPATH to build/python")
+        return (f"Braid's PyTorch extension does not load ({e}); build the target "
+                "braid_torch_extension (braid_torch2_extension) and set PYTHONPATH to "
+                "build/python (build/python-torch2)")
     return None
 
 
 _reason = _why_unavailable()
+_broken = None if _reason else _why_broken()
 
 
 def pytest_collection_modifyitems(config, items):
+    if _broken:
+        pytest.exit(f"FAILED: {_broken}", returncode=1)
     if _reason is None:
         return
     print(f"\n{SKIP_MARK}: {_reason}")
