@@ -181,6 +181,48 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
     return group.monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
 
 
+def _first_host(nodelist):
+    """The first host of a Slurm node list ("n[01-04,07],gpu2" -> "n01")."""
+    head = nodelist.split(",")[0] if "[" not in nodelist.split(",")[0] else nodelist
+    if "[" not in head:
+        return head
+    prefix, rest = head.split("[", 1)
+    return prefix + rest.split(",")[0].split("-")[0].rstrip("]")
+
+
+def launcher_environment(environ=None):
+    """torch's env:// variables from the launcher that started this process, where torchrun's
+    are not set: mpirun (OMPI_COMM_WORLD_*, or PMI_RANK/PMI_SIZE) and Slurm (SLURM_PROCID,
+    SLURM_NTASKS, SLURM_LOCALID, ...; MASTER_ADDR the job's first node, MASTER_PORT 20000 +
+    the job id modulo 20000). What a launcher sets is never overridden; returns the names set."""
+    env = os.environ if environ is None else environ
+    if "RANK" in env:
+        return []
+    sources = [
+        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+         "OMPI_COMM_WORLD_LOCAL_SIZE"),
+        ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+        ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"),
+    ]
+    wanted = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+    set_names = []
+    for names in sources:
+        if names[0] in env and names[1] in env:
+            for want, have in zip(wanted, names):
+                if want not in env and have in env:
+                    env[want] = env[have].split("(")[0]  # (SLURM_NTASKS_PER_NODE: "2(x3)")
+                    set_names.append(want)
+            break
+    nodes = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST")
+    if set_names and "MASTER_ADDR" not in env and nodes:
+        env["MASTER_ADDR"] = _first_host(nodes)
+        set_names.append("MASTER_ADDR")
+    if set_names and "MASTER_PORT" not in env and "SLURM_JOB_ID" in env:
+        env["MASTER_PORT"] = str(20000 + int(env["SLURM_JOB_ID"]) % 20000)
+        set_names.append("MASTER_PORT")
+    return set_names
+
+
 def _torch_major():
     return int(torch.__version__.split(".")[0])
 
@@ -198,3 +240,4 @@ def _register():
 
 
 _register()
+launcher_environment()
