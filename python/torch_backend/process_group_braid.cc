@@ -218,8 +218,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allreduce(std::vector<at::Tens
   if (tensors.size() == 1 && tensors[0].defined() && tensors[0].is_sparse())
     return sparseAllreduce(tensors[0], opts);
   const at::Tensor& t = singleTensor(tensors, "allreduce", "tensors", /*strided=*/true);
-  const ReducePlan plan =
-      planReduction(toBraidOp(opts.reduceOp, "allreduce"), t.scalar_type(), "allreduce");
+  const ReducePlan plan = planReduction(toBraidOp(opts.reduceOp, "allreduce", /*bitwise=*/true),
+                                        t.scalar_type(), "allreduce");
   const Strided data(t);
   ncclComm_t comm = comm_;
   const int world = size_, rank = rank_;
@@ -269,8 +269,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce(std::vector<at::Tensor>
   CallTimeout callTimeout(opts.timeout);
   const at::Tensor& t = singleTensor(tensors, "reduce", "tensors", /*strided=*/true);
   checkRank(opts.rootRank, size_, "reduce", "dst");
-  const ReducePlan plan =
-      planReduction(toBraidOp(opts.reduceOp, "reduce"), t.scalar_type(), "reduce");
+  const ReducePlan plan = planReduction(toBraidOp(opts.reduceOp, "reduce", /*bitwise=*/true),
+                                        t.scalar_type(), "reduce");
   const Strided data(t);
   const int root = static_cast<int>(opts.rootRank), world = size_, rank = rank_;
   ncclComm_t comm = comm_;

@@ -6,7 +6,11 @@
 
 namespace braid_torch {
 
-BraidReduceOp toBraidOp(const c10d::ReduceOp& op, const char* call) {
+BraidReduceOp toBraidOp(const c10d::ReduceOp& op, const char* call, bool bitwise) {
+  const bool isBitwise = op.op_ == c10d::ReduceOp::BAND || op.op_ == c10d::ReduceOp::BOR ||
+                         op.op_ == c10d::ReduceOp::BXOR;
+  TORCH_CHECK_VALUE(bitwise || !isBitwise, "braid ", call, ": reduce op ", static_cast<int>(op.op_),
+                    " (BAND, BOR or BXOR) is not supported here; all_reduce and reduce take it");
   switch (op.op_) {
     case c10d::ReduceOp::SUM:
       return {ncclSum, std::nullopt};

@@ -26,8 +26,9 @@ struct BraidReduceOp {
   Bitwise bitwise = Bitwise::kNone;    ///< BAND, BOR, BXOR (then `op` is unused)
 };
 
-/// Braid's op for torch's, or ValueError naming it.
-BraidReduceOp toBraidOp(const c10d::ReduceOp& op, const char* call);
+/// Braid's op for torch's, or ValueError naming it. The bitwise ops only where `bitwise` says
+/// the call plans them (all_reduce and reduce: planReduction); elsewhere they are refused.
+BraidReduceOp toBraidOp(const c10d::ReduceOp& op, const char* call, bool bitwise = false);
 
 /// How all_reduce and reduce run an op on a dtype. Bool tensors reduce as logical values, as
 /// gloo's do: bytes of 0 and 1 under MAX (SUM, MAX, BOR: or), MIN (PRODUCT, MIN, BAND: and) or

@@ -45,6 +45,12 @@ def _bad_input(rank, world):
          "sparse tensors take SUM only"),
         (lambda: dist.all_reduce(x, op=RO.BAND), TypeError,
          "BAND needs an integer or bool tensor, not Float"),
+        # (Where the bitwise ops are not planned they are refused, never summed.)
+        (lambda: dist.reduce_scatter(torch.empty(4, dtype=torch.int32),
+                                     [torch.ones(4, dtype=torch.int32)] * world, op=RO.BAND),
+         ValueError, "reduce op 5 \\(BAND, BOR or BXOR\\) is not supported here"),
+        (lambda: dist.all_reduce_coalesced([torch.ones(4, dtype=torch.int64)], op=RO.BOR),
+         ValueError, "is not supported here; all_reduce and reduce take it"),
         (lambda: dist.broadcast(x, src=world + 3), ValueError,
          f"src={world + 3} is not a rank of this group"),
         (lambda: dist.all_gather([torch.empty(8)] * (world + 1), x), ValueError,
