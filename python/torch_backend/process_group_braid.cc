@@ -286,7 +286,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allgather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
   CallTimeout callTimeout(opts.timeout);
-  const at::Tensor& in = singleTensor(inputs, "allgather", "input_tensors");
+  const at::Tensor& in = singleTensor(inputs, "allgather", "input_tensors", /*strided=*/true);
   TORCH_CHECK_VALUE(outputs.size() == 1, "braid allgather: output_tensors holds ", outputs.size(),
                     " lists; the Braid backend takes exactly one");
   std::vector<at::Tensor>& outs = outputs[0];
@@ -304,12 +304,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allgather(
   ncclDataType_t type = toBraidType(in.scalar_type(), "allgather", false);
   // One contiguous receive buffer, then a copy into each output (which may be strided).
   at::Tensor flat = at::empty({static_cast<int64_t>(size_) * in.numel()}, in.options());
-  const void* src = in.data_ptr();
+  const Strided input(in);
   void* dst = flat.data_ptr();
   size_t n = in.numel();
   ncclComm_t comm = comm_;
-  return enqueue(c10d::OpType::ALLGATHER, "allgather", outs, {in, flat}, [=] {
-    ncclResult_t r = ncclAllGather(src, dst, n, type, comm, nullptr);
+  return enqueue(c10d::OpType::ALLGATHER, "allgather", outs, {in, input.work, flat}, [=] {
+    input.in();
+    ncclResult_t r = ncclAllGather(input.work.data_ptr(), dst, n, type, comm, nullptr);
     if (r != ncclSuccess) return r;
     for (size_t i = 0; i < outs.size(); i++) {
       outs[i].copy_(flat.narrow(0, i * n, n).view(outs[i].sizes()));
@@ -321,19 +322,21 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::allgather(
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::_allgather_base(
     at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
   CallTimeout callTimeout(opts.timeout);
-  checkTensor(input, "_allgather_base", "input_tensor");
+  checkTensor(input, "_allgather_base", "input_tensor", /*strided=*/true);
   checkTensor(output, "_allgather_base", "output_tensor");
   checkSameType(output, input, "_allgather_base", "output_tensor");
   TORCH_CHECK_VALUE(output.numel() == size_ * input.numel(), "braid _allgather_base: output has ",
                     output.numel(), " elements, expected world size ", size_, " x input's ",
                     input.numel());
   ncclDataType_t type = toBraidType(input.scalar_type(), "_allgather_base", false);
-  const void* src = input.data_ptr();
+  const Strided in(input);
   void* dst = output.data_ptr();
   size_t n = input.numel();
   ncclComm_t comm = comm_;
-  return enqueue(c10d::OpType::_ALLGATHER_BASE, "_allgather_base", {output}, {input},
-                 [=] { return ncclAllGather(src, dst, n, type, comm, nullptr); });
+  return enqueue(c10d::OpType::_ALLGATHER_BASE, "_allgather_base", {output}, {input, in.work}, [=] {
+    in.in();
+    return ncclAllGather(in.work.data_ptr(), dst, n, type, comm, nullptr);
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce_scatter(
@@ -356,8 +359,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce_scatter(
     TORCH_CHECK_VALUE(ins[i].numel() == out.numel(), "braid reduce_scatter: ", what, " has ",
                       ins[i].numel(), " elements, the output has ", out.numel());
   }
-  ncclDataType_t type = toBraidType(out.scalar_type(), "reduce_scatter", true);
-  BraidReduceOp op = toBraidOp(opts.reduceOp, "reduce_scatter");
+  // (Bool tensors as logical values, as all_reduce's: reduce_ops.h.)
+  const ReducePlan plan = planReduction(toBraidOp(opts.reduceOp, "reduce_scatter"),
+                                        out.scalar_type(), "reduce_scatter");
+  const ncclDataType_t type = plan.type;
+  const BraidReduceOp op = plan.op;
   at::ScalarType dtype = out.scalar_type();
   at::Tensor flat = at::empty({static_cast<int64_t>(size_) * out.numel()}, out.options());
   void* dst = out.data_ptr();
@@ -377,23 +383,26 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::reduce_scatter(
 c10::intrusive_ptr<c10d::Work> ProcessGroupBraid::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
   CallTimeout callTimeout(opts.timeout);
-  checkTensor(input, "_reduce_scatter_base", "input");
+  checkTensor(input, "_reduce_scatter_base", "input", /*strided=*/true);
   checkTensor(output, "_reduce_scatter_base", "output");
   checkSameType(output, input, "_reduce_scatter_base", "output");
   TORCH_CHECK_VALUE(input.numel() == size_ * output.numel(),
                     "braid _reduce_scatter_base: input has ", input.numel(),
                     " elements, expected world size ", size_, " x output's ", output.numel());
-  ncclDataType_t type = toBraidType(input.scalar_type(), "_reduce_scatter_base", true);
-  BraidReduceOp op = toBraidOp(opts.reduceOp, "_reduce_scatter_base");
+  const ReducePlan plan = planReduction(toBraidOp(opts.reduceOp, "_reduce_scatter_base"),
+                                        input.scalar_type(), "_reduce_scatter_base");
+  const ncclDataType_t type = plan.type;
+  const BraidReduceOp op = plan.op;
   at::ScalarType dtype = input.scalar_type();
-  const void* src = input.data_ptr();
+  const Strided in(input);
   void* dst = output.data_ptr();
   size_t n = output.numel();
   ncclComm_t comm = comm_;
-  return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output}, {input},
-                 [=] {
+  return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", {output},
+                 {input, in.work}, [=] {
+                   in.in();
                    return withReduceOp(op, dtype, comm, [&](ncclRedOp_t o) {
-                     return ncclReduceScatter(src, dst, n, type, o, comm, nullptr);
+                     return ncclReduceScatter(in.work.data_ptr(), dst, n, type, o, comm, nullptr);
                    });
                  });
 }

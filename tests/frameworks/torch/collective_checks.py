@@ -210,6 +210,34 @@ def check_gloo_parity(rank, world):
                 assert_same(mine[::2].contiguous(), expected, f"reduce every other {dtype}")
 
 
+def check_gloo_parity_gathers(rank, world):
+    """The gathers' and reduce-scatters' strided inputs, and bool reduce-scatters (gloo computes
+    both), element by element."""
+    whole = [rank_input(r, 2 * 8 * world, torch.float32, salt=8) for r in range(world)]
+    out = [torch.full((8,), 77.0) for _ in range(world)]
+    dist.all_gather(out, whole[rank][: 2 * 8:2])
+    for r in range(world):
+        assert_same(out[r], whole[r][: 2 * 8:2].contiguous(), f"all_gather strided from {r}")
+    flat = torch.full((8 * world,), 77.0)
+    all_gather_tensor = getattr(dist, "all_gather_into_tensor", None) or dist._all_gather_base
+    all_gather_tensor(flat, whole[rank][: 2 * 8:2])
+    assert_same(flat, torch.cat([w[: 2 * 8:2] for w in whole]), "all_gather_into_tensor strided")
+    reduce_scatter = getattr(dist, "reduce_scatter_tensor", None) or dist._reduce_scatter_base
+    got = torch.full((8,), 77.0)
+    reduce_scatter(got, whole[rank][::2], op=RO.MAX)
+    expected = reference_reduce([w[::2] for w in whole], RO.MAX, torch.float32)
+    assert_same(got, expected[rank * 8:(rank + 1) * 8], "reduce_scatter_tensor strided")
+    for op in (RO.SUM, RO.PRODUCT, RO.MIN, RO.MAX):
+        bits = [bits_input(r, 5 * world, torch.bool, salt=op_salt(op)) for r in range(world)]
+        mine = torch.ones(5, dtype=torch.bool)
+        dist.reduce_scatter(mine, list(bits[rank].split(5)), op=op)
+        expected = reference_logical(bits, op)[rank * 5:(rank + 1) * 5]
+        assert_same(mine, expected, f"reduce_scatter bool {op}")
+        mine = torch.zeros(5, dtype=torch.bool)
+        reduce_scatter(mine, bits[rank].clone(), op=op)
+        assert_same(mine, expected, f"reduce_scatter_tensor bool {op}")
+
+
 def op_salt(op):
     return [RO.SUM, RO.PRODUCT, RO.MIN, RO.MAX, RO.BAND, RO.BOR, RO.BXOR].index(op)
 

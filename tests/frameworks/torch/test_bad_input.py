@@ -21,8 +21,8 @@ def _bad_input(rank, world):
     pg = dist.distributed_c10d._get_default_group()
     x = torch.ones(8)
     cases = [
-        (lambda: dist.all_gather([torch.empty(4, 4)] * world, torch.ones(4, 4).t()), ValueError,
-         "is not contiguous"),
+        (lambda: dist.gather(torch.ones(4, 4).t(), [torch.empty(4, 4) for _ in range(world)]
+                             if rank == 0 else None, dst=0), ValueError, "is not contiguous"),
         (lambda: dist.all_reduce(torch.ones(4, dtype=torch.int16)), TypeError,
          "dtype Short is not supported"),
         # (The group itself: torch 2.x's dist.broadcast moves complex tensors as real views.)
@@ -30,8 +30,7 @@ def _bad_input(rank, world):
          "dtype ComplexFloat is not supported"),
         (lambda: dist.all_reduce(torch.ones(4, dtype=torch.bool), op=RO.AVG), TypeError,
          "torch.bool tensors cannot be averaged or scaled"),
-        (lambda: dist.reduce_scatter(torch.empty(4, dtype=torch.bool),
-                                     [torch.ones(4, dtype=torch.bool)] * world), TypeError,
+        (lambda: dist.all_reduce_coalesced([torch.ones(4, dtype=torch.bool)]), TypeError,
          "torch.bool cannot be reduced"),
         # (Non-CPU tensors are refused the same way; torch 1.13's dispatcher routes only CPU and
         # CUDA tensors to a process group, and this CI has no CUDA.)

@@ -18,7 +18,8 @@ def _collectives(rank, world):
     for check in (cc.check_barrier, cc.check_allreduce, cc.check_allreduce_coalesced,
                   cc.check_broadcast, cc.check_reduce, cc.check_all_gather,
                   cc.check_reduce_scatter, cc.check_send_recv, cc.check_future_chain,
-                  cc.check_premul_sum, cc.check_gloo_parity, cc.check_subgroup):
+                  cc.check_premul_sum, cc.check_gloo_parity, cc.check_gloo_parity_gathers,
+                  cc.check_subgroup):
         check(rank, world)
     dist.destroy_process_group()
 
