@@ -8,6 +8,7 @@ pip builds in an isolated environment, which hides the packages of the environme
 into; the interpreter is the same one, so the build runs it without the isolation's PYTHONPATH
 to find that environment's torch (as `pip install --no-build-isolation` would)."""
 
+import functools
 import glob
 import os
 import shlex
@@ -35,6 +36,7 @@ def environment_without_isolation():
     return env
 
 
+@functools.lru_cache(maxsize=None)
 def installing_torch():
     """The version of the torch the installing environment imports, or None."""
     if os.environ.get("BRAID_TORCH", "1") == "0":

@@ -182,12 +182,11 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
 
 
 def _first_host(nodelist):
-    """The first host of a Slurm node list ("n[01-04,07],gpu2" -> "n01")."""
-    head = nodelist.split(",")[0] if "[" not in nodelist.split(",")[0] else nodelist
-    if "[" not in head:
-        return head
-    prefix, rest = head.split("[", 1)
-    return prefix + rest.split(",")[0].split("-")[0].rstrip("]")
+    """The first host of a Slurm node list ("n[01-04,07],gpu2" -> "n01", "a,b[1-2]" -> "a")."""
+    prefix, bracket, ranges = nodelist.partition("[")
+    if "," in prefix or not bracket:
+        return prefix.split(",")[0]
+    return prefix + ranges.replace("-", ",").split(",")[0].rstrip("]")
 
 
 def launcher_environment(environ=None):

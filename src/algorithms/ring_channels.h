@@ -44,20 +44,20 @@ inline size_t sliceStart(size_t count, int i, int k) {
 template <class Make>
 ncclResult_t runRingChannels(Context& ctx, size_t stepBytes, size_t count, const Make& make) {
   using Steps = decltype(make(std::declval<const RingChannel&>()));
+  // A channel and its schedule, which may keep references into it.
   struct Built {
-    Built(const Make& m, const RingChannel& c) : steps(m(c)) {}
+    Built(const Make& m, const RingChannel& c) : channel(c), steps(m(channel)) {}
+    RingChannel channel;
     Steps steps;
   };
   const int k = ringChannelCount(ctx, stepBytes);
-  std::array<std::optional<RingChannel>, kMaxRingChannels> channels;  // outlive the schedules
   std::array<std::optional<Built>, kMaxRingChannels> built;
   for (int i = 0; i < k; i++) {
     const patterns::Ring ring = i == 0 ? ctx.team.ring() : ctx.team.secondRing();
     const size_t first = sliceStart(count, i, k);
-    channels[i].emplace(RingChannel{{ring, ctx.nranks(), ctx.rank(), ring.prev(), ring.next()},
-                                    first,
-                                    sliceStart(count, i + 1, k) - first});
-    built[i].emplace(make, *channels[i]);
+    built[i].emplace(make, RingChannel{{ring, ctx.nranks(), ctx.rank(), ring.prev(), ring.next()},
+                                       first,
+                                       sliceStart(count, i + 1, k) - first});
   }
   // One step of each channel in turn until all are done, then each finished.
   for (bool any = true; any;) {

@@ -22,6 +22,7 @@
 #include "core/unique_id.h"
 #include "harness/harness_internal.h"
 #include "harness/rank_harness.h"
+#include "unit/unit_helpers.h"
 #include "util/status.h"
 
 namespace braid {
@@ -120,18 +121,6 @@ TEST(BootstrapRing, TheRootSendsAConstantAmountPerRank) {
 // Connections a stranger opened to rank 1's ring port before rank 1 joined.
 std::vector<int> gStrangerFds;
 
-bool closedByPeer(int fd, double seconds) {
-  auto start = std::chrono::steady_clock::now();
-  while (secondsSince(start) < seconds) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 50) <= 0) continue;
-    char buf[256];
-    ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
-  }
-  return false;
-}
-
 int dial(const SockAddr& addr) {
   int fd = socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd >= 0 && connect(fd, reinterpret_cast<const sockaddr*>(&addr.storage), addr.len) != 0)
@@ -166,7 +155,7 @@ TEST(BootstrapRing, StrangersOnARingPortAreTurnedAway) {
   EXPECT_LT(report.seconds, 10) << "rank 1 waited on a stranger";
   ASSERT_EQ(gStrangerFds.size(), 3u);
   for (int fd : gStrangerFds) {
-    EXPECT_TRUE(closedByPeer(fd, 5)) << "a stranger is still connected to the ring port";
+    EXPECT_TRUE(unit_test::closedByPeer(fd, 5)) << "a stranger is still connected to the ring port";
     close(fd);
   }
 }

@@ -18,6 +18,7 @@
 #include "core/unique_id.h"
 #include "harness/harness_internal.h"
 #include "harness/rank_harness.h"
+#include "unit/unit_helpers.h"
 
 namespace braid {
 namespace {
@@ -33,18 +34,6 @@ int connectToRoot(const SockAddr& root) {
 }
 
 // True when the peer closed the connection within `seconds` (reads until EOF or error).
-bool strangerClosedByPeer(int fd, double seconds) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < until) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 50) <= 0) continue;
-    char buf[256];
-    ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
-  }
-  return false;
-}
-
 // A connection that runs the whole handshake as rank `rank` of `nranks` with the id fields `f`
 // (which a test may have falsified); the root's proof is not checked, so the root's verdict on
 // this side's proof is what the test observes.
@@ -105,9 +94,9 @@ TEST(BootstrapRoot, StrangersAreRejectedWhileRanksFormTheCommunicator) {
   int silentFd = connectToRoot(root);
   ASSERT_GE(silentFd, 0);
 
-  EXPECT_TRUE(strangerClosedByPeer(randomFd, 5)) << "random bytes were not refused";
-  EXPECT_TRUE(strangerClosedByPeer(wrongSecretFd, 5)) << "a wrong secret was not refused";
-  EXPECT_TRUE(strangerClosedByPeer(wrongNonceFd, 5)) << "a wrong nonce was not refused";
+  EXPECT_TRUE(unit_test::closedByPeer(randomFd, 5)) << "random bytes were not refused";
+  EXPECT_TRUE(unit_test::closedByPeer(wrongSecretFd, 5)) << "a wrong secret was not refused";
+  EXPECT_TRUE(unit_test::closedByPeer(wrongNonceFd, 5)) << "a wrong nonce was not refused";
 
   // 5: one more stranger knocking while the ranks arrive.
   std::thread knocker([&] {
@@ -125,7 +114,7 @@ TEST(BootstrapRoot, StrangersAreRejectedWhileRanksFormTheCommunicator) {
   knocker.join();
   BRAID_EXPECT_ALL_RANKS_OK(report);
   // Once every rank is in, the root drops whoever is still pending.
-  EXPECT_TRUE(strangerClosedByPeer(silentFd, 5)) << "the silent stranger is still connected";
+  EXPECT_TRUE(unit_test::closedByPeer(silentFd, 5)) << "the silent stranger is still connected";
   for (int fd : {randomFd, wrongSecretFd, wrongNonceFd, silentFd}) close(fd);
 }
 
@@ -142,7 +131,7 @@ TEST(BootstrapRoot, StrangersAloneDoNotFormACommunicator) {
   memset(noSecret.secret, 0, sizeof(noSecret.secret));
   int impostor = handshakeAs(root, noSecret, 2, 0);
   ASSERT_GE(impostor, 0);
-  EXPECT_TRUE(strangerClosedByPeer(impostor, 5));
+  EXPECT_TRUE(unit_test::closedByPeer(impostor, 5));
   close(impostor);
   test::RunOptions options;
   options.id = id;

@@ -11,15 +11,10 @@
 #include <vector>
 
 #include "patterns/tree.h"
+#include "unit/unit_helpers.h"
 
 namespace braid::patterns {
 namespace {
-
-int hostCeilLog2(int n) {
-  int bits = 0;
-  while ((1 << bits) < n) bits++;
-  return bits;
-}
 
 // Host h's ranks for `sizes` hosts: numbered host by host, or round robin over the hosts.
 std::vector<std::vector<int>> placeRanks(const std::vector<int>& sizes, bool interleaved) {
@@ -87,7 +82,7 @@ void expectHostTree(const std::vector<std::vector<int>>& hosts, int which) {
     EXPECT_EQ(within[g], static_cast<int>(hosts[g].size()) - 1) << "host " << g;
     EXPECT_LE(crossing[g], 3) << "host " << g;
   }
-  const int maxDepth = 2 * hostCeilLog2(h) + maxLocal - 1;
+  const int maxDepth = 2 * unit_test::ceilLog2(h) + maxLocal - 1;
   for (int r = 0; r < n; r++) {
     int at = r, depth = 0;
     while (nodes[at].parent >= 0 && depth <= n) at = nodes[at].parent, depth++;

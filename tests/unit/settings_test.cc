@@ -10,28 +10,12 @@
 #include <string>
 #include <string_view>
 
+#include "harness/harness_internal.h"
+
 namespace braid {
 namespace {
 
-// Sets a variable for one test and restores what was there.
-class VariableForTest {
- public:
-  VariableForTest(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    setenv(name, value, 1);
-  }
-  ~VariableForTest() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using test::internal::ScopedEnv;
 
 bool isNumber(SettingType type) {
   return type == SettingType::kInt || type == SettingType::kDouble ||
@@ -72,10 +56,10 @@ TEST(Settings, UnsetReadsTheDefault) {
 }
 
 TEST(Settings, SetValuesAreReadAndChecked) {
-  VariableForTest rings("BRAID_RINGS", "1");
-  VariableForTest timeout("BRAID_TIMEOUT_S", "0.25");
-  VariableForTest connect("BRAID_CONNECT", "neighbours");
-  VariableForTest slots("BRAID_NSLOTS", "0x10");
+  ScopedEnv rings({{std::string("BRAID_RINGS"), std::string("1")}});
+  ScopedEnv timeout({{std::string("BRAID_TIMEOUT_S"), std::string("0.25")}});
+  ScopedEnv connect({{std::string("BRAID_CONNECT"), std::string("neighbours")}});
+  ScopedEnv slots({{std::string("BRAID_NSLOTS"), std::string("0x10")}});
   EXPECT_EQ(settingInt(Setting::kRings), 1);
   EXPECT_EQ(settingDouble(Setting::kTimeoutS), 0.25);
   EXPECT_EQ(settingText(Setting::kConnect), "neighbours");
@@ -85,40 +69,40 @@ TEST(Settings, SetValuesAreReadAndChecked) {
 
 TEST(Settings, BadValuesAreRefusedByName) {
   {
-    VariableForTest bad("BRAID_RINGS", "3");
+    ScopedEnv bad({{std::string("BRAID_RINGS"), std::string("3")}});
     EXPECT_EQ(checkSettings(), "BRAID_RINGS=3: must be an integer in [1, 2]");
     EXPECT_EQ(settingInt(Setting::kRings), 2);  // outside a creation: the default
   }
   {
-    VariableForTest bad("BRAID_NSLOTS", "8 slots");
+    ScopedEnv bad({{std::string("BRAID_NSLOTS"), std::string("8 slots")}});
     EXPECT_EQ(checkSettings(), "BRAID_NSLOTS=8 slots: must be an integer in [2, 64]");
   }
   {
-    VariableForTest bad("BRAID_TIMEOUT_S", "-1");
+    ScopedEnv bad({{std::string("BRAID_TIMEOUT_S"), std::string("-1")}});
     EXPECT_EQ(checkSettings(), "BRAID_TIMEOUT_S=-1: must be a number in [0, 1000000000]");
   }
   {
-    VariableForTest bad("BRAID_CONNECT", "everyone");
+    ScopedEnv bad({{std::string("BRAID_CONNECT"), std::string("everyone")}});
     EXPECT_EQ(checkSettings(), "BRAID_CONNECT=everyone: must be one of auto|all|neighbours");
     EXPECT_EQ(settingText(Setting::kConnect), "auto");
   }
   {
-    VariableForTest bad("BRAID_KERNEL_ISA", "sse");
+    ScopedEnv bad({{std::string("BRAID_KERNEL_ISA"), std::string("sse")}});
     EXPECT_EQ(checkSettings(), "BRAID_KERNEL_ISA=sse: must be one of avx512|avx2|scalar");
   }
   {
-    VariableForTest bad("BRAID_RINGS", "1.5");
+    ScopedEnv bad({{std::string("BRAID_RINGS"), std::string("1.5")}});
     EXPECT_NE(checkSettings(), "");
   }
   {
-    VariableForTest empty("BRAID_RINGS", "");  // a launcher's NAME=: unset
+    ScopedEnv empty({{std::string("BRAID_RINGS"), std::string("")}});  // a launcher's NAME=: unset
     EXPECT_EQ(checkSettings(), "");
     EXPECT_EQ(settingInt(Setting::kRings), 2);
   }
 }
 
 TEST(Settings, AnotherToolsVariableIsClampedNotRefused) {
-  VariableForTest queues("CUDA_DEVICE_MAX_CONNECTIONS", "64");
+  ScopedEnv queues({{std::string("CUDA_DEVICE_MAX_CONNECTIONS"), std::string("64")}});
   EXPECT_EQ(checkSettings(), "");
   EXPECT_EQ(settingInt(Setting::kCudaDeviceMaxConnections), 32);
 }

@@ -16,6 +16,7 @@
 
 #include "transports/tcp/tcp_receive_pump.h"
 #include "transports/tcp/tcp_send_engine.h"
+#include "unit/unit_helpers.h"
 #include "util/status.h"
 
 namespace braid {
@@ -55,13 +56,6 @@ std::string frame(const SlotInfo& info, char fill) {
          std::string(info.bytes, fill);
 }
 
-WaitPolicy pagesTestPolicy() {
-  WaitPolicy p;
-  p.spinIters = 100;
-  p.timeoutS = 20;
-  return p;
-}
-
 TEST(SlotPages, AReceivedFrameMapsThatMuchOfEverySlotKeepingWhatTheyHold) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
@@ -69,7 +63,7 @@ TEST(SlotPages, AReceivedFrameMapsThatMuchOfEverySlotKeepingWhatTheyHold) {
   FifoReceiver rx;
   rx.attach(pump.fifo(), &pump, /*acceptsClaims=*/true, &pump);
   dropSlotPages(pump.fifo());
-  const WaitPolicy policy = pagesTestPolicy();
+  const WaitPolicy policy = unit_test::testPolicy();
 
   // A small frame, kept unreleased in slot 0 while a larger one arrives.
   const SlotInfo small{100, 1, {1, 2, 3}}, large{kLarge, 3, {4, 5, 6}};
@@ -107,7 +101,7 @@ TEST(SlotPages, ACopiedSlotMapsEverySlotALentOneNone) {
   FifoSender tx;
   tx.attach(engine.fifo(), &engine, /*acceptsLent=*/true, &engine);
   dropSlotPages(engine.fifo());
-  const WaitPolicy policy = pagesTestPolicy();
+  const WaitPolicy policy = unit_test::testPolicy();
   auto slotsResident = [&] {
     size_t n = 0;
     for (uint32_t k = 0; k < kSlots; k++)

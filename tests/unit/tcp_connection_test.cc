@@ -22,6 +22,7 @@
 
 #include "transports/tcp/tcp_receive_pump.h"
 #include "transports/tcp/tcp_send_engine.h"
+#include "unit/unit_helpers.h"
 #include "util/status.h"
 
 namespace braid {
@@ -73,13 +74,6 @@ std::vector<Frame> makeFrames(int count, unsigned seed) {
 std::string wireBytes(const Frame& f) {
   std::string s(reinterpret_cast<const char*>(&f.info), sizeof(f.info));
   return s + f.payload;
-}
-
-WaitPolicy testPolicy() {
-  WaitPolicy p;
-  p.spinIters = 100;
-  p.timeoutS = 20;
-  return p;
 }
 
 // Frame k goes on socket k % n; each frame's bytes are written one at a time (with a pause
@@ -134,7 +128,7 @@ TEST(TcpReceivePump, DeliversFramesTricklingInOverTwoSockets) {
       ASSERT_TRUE(rx.claim(k, landed[k].data(), frames[k].info));
     }
   }
-  const WaitPolicy policy = testPolicy();
+  const WaitPolicy policy = unit_test::testPolicy();
   for (size_t k = 0; k < frames.size(); k++) {
     const void* slot = nullptr;
     SlotInfo info;
@@ -174,7 +168,7 @@ TEST(TcpReceivePump, ClosedSocketIsAnErrorNamingThePeer) {
   const void* slot = nullptr;
   SlotInfo info;
   const auto start = std::chrono::steady_clock::now();
-  ncclResult_t r = rx.wait(testPolicy(), &slot, &info);
+  ncclResult_t r = rx.wait(unit_test::testPolicy(), &slot, &info);
   EXPECT_EQ(r, ncclRemoteError);
   EXPECT_NE(lastError().find("rank 5"), std::string::npos) << lastError();
   EXPECT_NE(lastError().find("closed by peer"), std::string::npos) << lastError();
@@ -198,11 +192,11 @@ TEST(TcpReceivePump, APeerClosingAfterItsLastFrameFailsOnlyTheNextWait) {
   setLastError("an earlier call's error");
   const void* slot = nullptr;
   SlotInfo info{};
-  ASSERT_EQ(rx.wait(testPolicy(), &slot, &info), ncclSuccess) << lastError();
+  ASSERT_EQ(rx.wait(unit_test::testPolicy(), &slot, &info), ncclSuccess) << lastError();
   EXPECT_EQ(memcmp(rx.landedPayload(slot), frames[0].payload.data(), info.bytes), 0);
   EXPECT_EQ(lastError(), "an earlier call's error");
   rx.release();
-  EXPECT_EQ(rx.wait(testPolicy(), &slot, &info), ncclRemoteError);
+  EXPECT_EQ(rx.wait(unit_test::testPolicy(), &slot, &info), ncclRemoteError);
   EXPECT_NE(lastError().find("rank 6"), std::string::npos) << lastError();
   EXPECT_NE(lastError().find("closed by peer"), std::string::npos) << lastError();
   clearLastError();
@@ -303,7 +297,7 @@ TEST(TcpReceivePump, AcknowledgesSmallFramesEverySecondOne) {
   for (int k = 0; k < kFrames; k++) {
     const void* slot = nullptr;
     SlotInfo info{};
-    ASSERT_EQ(rx.wait(testPolicy(), &slot, &info), ncclSuccess) << lastError();
+    ASSERT_EQ(rx.wait(unit_test::testPolicy(), &slot, &info), ncclSuccess) << lastError();
     ASSERT_EQ(info.tag, 2u * k + 1);
     rx.release();
     taken.store(k + 1);
@@ -338,7 +332,7 @@ TEST(TcpSendEngine, SmallSlotIsOnTheWireWhenPostReturns) {
   TcpSendEngine engine(pairs.near, 4, kSlotBytes, /*inlineBytes=*/1024, /*peer=*/1);
   FifoSender tx;
   tx.attach(engine.fifo(), &engine, true, &engine);
-  const WaitPolicy policy = testPolicy();
+  const WaitPolicy policy = unit_test::testPolicy();
   const std::vector<Frame> frames = makeFrames(20, 3);
   for (size_t k = 0; k < frames.size(); k++) {
     if (frames[k].info.bytes > 1024) continue;
@@ -368,7 +362,7 @@ TEST(TcpSendEngine, EverySlotArrivesOnceInOrderThroughFullSockets) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the sockets fill first
     got = readFrames(pairs.far, frames.size());
   });
-  const WaitPolicy policy = testPolicy();
+  const WaitPolicy policy = unit_test::testPolicy();
   for (size_t k = 0; k < frames.size(); k++) {
     void* slot = nullptr;
     ASSERT_EQ(tx.acquire(policy, &slot), ncclSuccess) << lastError();
@@ -395,7 +389,7 @@ TEST(TcpSendEngine, PeerGoneIsAnErrorNamingThePeer) {
   tx.attach(engine.fifo(), &engine, true, &engine);
   close(pairs.far[0]);
   pairs.far.clear();
-  const WaitPolicy policy = testPolicy();
+  const WaitPolicy policy = unit_test::testPolicy();
   ncclResult_t r = ncclSuccess;
   std::vector<char> data(kSlotBytes, 1);
   for (int k = 0; k < 8 && r == ncclSuccess; k++) {

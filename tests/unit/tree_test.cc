@@ -9,17 +9,12 @@
 
 #include "patterns/ring.h"
 #include "patterns/tree.h"
+#include "unit/unit_helpers.h"
 
 namespace braid::patterns {
 namespace {
 
 constexpr int kTreeMaxRanks = 130;
-
-int ceilLog2(int n) {
-  int bits = 0;
-  while ((1 << bits) < n) bits++;
-  return bits;
-}
 
 std::vector<TreeNode> treeOf(int nranks, int which) {
   std::vector<TreeNode> nodes;
@@ -62,7 +57,7 @@ void expectWellFormed(const std::vector<TreeNode>& nodes, int which) {
   }
   // Every rank reaches the root within ceil(log2 n) steps: no cycles, one component, and the
   // logarithmic latency the tree exists for.
-  const int maxDepth = ceilLog2(n);
+  const int maxDepth = unit_test::ceilLog2(n);
   for (int r = 0; r < n; r++) {
     int at = r, depth = 0;
     while (nodes[at].parent >= 0 && depth <= n) at = nodes[at].parent, depth++;
